@@ -1,0 +1,28 @@
+// Plugin flags and registry construction shared by the verbs.
+#include "cli_context.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "loom/host/recipe_check.hpp"
+
+namespace loom::cli {
+
+void add_plugin_flags(CLI::App& command, GlobalOptions& options) {
+  command.add_option("--plugin", options.plugin_files, "load this plugin file (failure is fatal)");
+  command.add_option("--plugin-path", options.plugin_directories, "search this directory for plugins");
+  command.add_flag("--no-default-plugin-paths", options.no_default_plugin_paths,
+                   "do not search the user and install plugin directories");
+}
+
+std::unique_ptr<host::PluginRegistry> make_registry(const GlobalOptions& options,
+                                                    const host::Recipe* recipe) {
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  host::PluginSearchOptions search;
+  search.files = options.plugin_files;
+  search.directories = options.plugin_directories;
+  search.default_paths = !options.no_default_plugin_paths;
+  if (recipe != nullptr) search.recipe_paths = host::recipe_plugin_paths(*recipe);
+  return std::make_unique<host::PluginRegistry>(search);
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,54 @@
+// `loom`: the command-line host. Each verb lives in its own verb_*.cpp; this file wires them and
+// maps failures to exit codes (0 ok, 1 runtime failure, 2 usage or recipe error, 3 plugin load).
+#include <iostream>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include "cli_context.hpp"
+#include "loom/host/errors.hpp"
+#include "loom/sdk/version.hpp"
+
+namespace {
+
+int report(const std::string& prefix, const std::string& message, int code) {
+  std::cerr << prefix << message << "\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace loom;
+  CLI::App app{"Loom: pre-train and fine-tune BERT-family models", "loom"};
+  app.set_version_flag("--version", std::string("loom ") + loom::kSdkVersion + " (plugin ABI " +
+                                        std::to_string(loom::kAbiMajor) + "." +
+                                        std::to_string(loom::kAbiMinor) + ")");
+  app.require_subcommand(1);
+  cli::GlobalOptions options;
+  app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  cli::add_plugin_flags(app, options);
+  cli::register_plugins_verb(app, options);
+  cli::register_check_verbs(app, options);
+
+  auto logger = spdlog::stderr_color_mt("loom");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("[%l] %v");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? host::kExitOk : host::kExitUsage;
+  } catch (const host::RecipeError& e) {
+    return report("error: ", e.what(), host::kExitUsage);
+  } catch (const host::PluginLoadError& e) {
+    return report("error: plugin ", e.what(), host::kExitPluginLoad);
+  } catch (const host::PluginError& e) {
+    return report("error: ", e.what(), host::kExitRuntime);
+  } catch (const std::exception& e) {
+    return report("error: ", e.what(), host::kExitRuntime);
+  }
+  return host::kExitOk;
+}

@@ -1,0 +1,49 @@
+// The host's error types and the process exit code each maps to (DESIGN.md §7):
+// 0 ok, 1 runtime failure, 2 usage or recipe error, 3 plugin load error.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace loom::host {
+
+enum ExitCode : int { kExitOk = 0, kExitRuntime = 1, kExitUsage = 2, kExitPluginLoad = 3 };
+
+/// A plugin file could not be used: not loadable, wrong ABI or toolchain, or conflicting.
+class PluginLoadError : public std::runtime_error {
+ public:
+  PluginLoadError(std::string path, const std::string& reason)
+      : std::runtime_error(path + ": " + reason), path_(std::move(path)), reason_(reason) {}
+  const std::string& path() const { return path_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string path_;
+  std::string reason_;
+};
+
+/// A plugin's code failed while the host called it; names the plugin and the component.
+class PluginError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Problems in a recipe or in component options; each line is "file:line:col: key: message".
+class RecipeError : public std::runtime_error {
+ public:
+  explicit RecipeError(std::vector<std::string> problems)
+      : std::runtime_error(join(problems)), problems_(std::move(problems)) {}
+  explicit RecipeError(const std::string& problem) : RecipeError(std::vector<std::string>{problem}) {}
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  static std::string join(const std::vector<std::string>& lines) {
+    std::string out;
+    for (const auto& line : lines) out += (out.empty() ? "" : "\n") + line;
+    return out;
+  }
+  std::vector<std::string> problems_;
+};
+
+}  // namespace loom::host
