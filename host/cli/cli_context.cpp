@@ -25,4 +25,19 @@ std::unique_ptr<host::PluginRegistry> make_registry(const GlobalOptions& options
   return std::make_unique<host::PluginRegistry>(search);
 }
 
+namespace {
+std::vector<VerbRegistrar>& verb_list() {
+  static std::vector<VerbRegistrar> verbs;
+  return verbs;
+}
+}  // namespace
+
+VerbRegistration::VerbRegistration(VerbRegistrar registrar) {
+  verb_list().push_back(registrar);
+}
+
+const std::vector<VerbRegistrar>& registered_verbs() {
+  return verb_list();
+}
+
 }  // namespace loom::cli

@@ -25,7 +25,15 @@ void add_plugin_flags(CLI::App& command, GlobalOptions& options);
 /// Loads plugins per the flags, the recipe's [plugins] table (when given) and the environment.
 std::unique_ptr<host::PluginRegistry> make_registry(const GlobalOptions& options, const host::Recipe* recipe);
 
-void register_plugins_verb(CLI::App& app, GlobalOptions& options);
-void register_check_verbs(CLI::App& app, GlobalOptions& options);
+/// A verb adds its subcommand(s) to the app. Each verb_*.cpp registers one at static
+/// initialisation with `const VerbRegistration registration(&register_x);`.
+using VerbRegistrar = void (*)(CLI::App& app, GlobalOptions& options);
+
+struct VerbRegistration {
+  explicit VerbRegistration(VerbRegistrar registrar);
+};
+
+/// Every registered verb, in registration order.
+const std::vector<VerbRegistrar>& registered_verbs();
 
 }  // namespace loom::cli

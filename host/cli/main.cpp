@@ -30,8 +30,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   cli::add_plugin_flags(app, options);
-  cli::register_plugins_verb(app, options);
-  cli::register_check_verbs(app, options);
+  for (cli::VerbRegistrar registrar : cli::registered_verbs()) registrar(app, options);
 
   auto logger = spdlog::stderr_color_mt("loom");
   spdlog::set_default_logger(logger);

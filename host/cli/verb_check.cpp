@@ -36,6 +36,8 @@ host::Recipe load_and_check(const GlobalOptions& options, const RecipeArguments&
 
 }  // namespace
 
+namespace {
+
 void register_check_verbs(CLI::App& app, GlobalOptions& options) {
   auto check_args = std::make_shared<RecipeArguments>();
   auto* check = app.add_subcommand("check", "validate a recipe and every component's options");
@@ -57,4 +59,7 @@ void register_check_verbs(CLI::App& app, GlobalOptions& options) {
   });
 }
 
+const VerbRegistration registration(&register_check_verbs);
+
+}  // namespace
 }  // namespace loom::cli

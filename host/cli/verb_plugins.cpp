@@ -66,6 +66,8 @@ void print_text(const nlohmann::json& listing) {
 
 }  // namespace
 
+namespace {
+
 void register_plugins_verb(CLI::App& app, GlobalOptions& options) {
   auto* verb = app.add_subcommand("plugins", "list plugins found, their components, and refused files");
   auto json = std::make_shared<bool>(false);
@@ -83,4 +85,7 @@ void register_plugins_verb(CLI::App& app, GlobalOptions& options) {
   });
 }
 
+const VerbRegistration registration(&register_plugins_verb);
+
+}  // namespace
 }  // namespace loom::cli
