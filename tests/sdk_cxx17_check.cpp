@@ -5,6 +5,7 @@
 #include "loom/sdk/options.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom/sdk/plugin_abi.h"
+#include "loom/sdk/tokenizer.hpp"
 #include "loom/sdk/version.hpp"
 
 static_assert(__cplusplus == 201703L, "this translation unit must be compiled as C++17");

@@ -12,6 +12,7 @@
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "loom/sdk/tokenizer.hpp"
 
 namespace loom::host {
 namespace {
@@ -21,6 +22,8 @@ unsigned supported_interface_version(uint32_t kind) {
   switch (kind) {
     case LOOM_KIND_COMMUNICATOR:
       return loom::Communicator::kInterfaceVersion;
+    case LOOM_KIND_TOKENIZER:
+      return loom::Tokenizer::kInterfaceVersion;
     default:
       return 1;
   }
