@@ -2,6 +2,7 @@
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/error.hpp"
+#include "loom/sdk/model_config.hpp"
 #include "loom/sdk/options.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom/sdk/plugin_abi.h"
