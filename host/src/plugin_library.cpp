@@ -11,7 +11,11 @@
 #include "loom/host/errors.hpp"
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/component_kind.hpp"
+#include "loom/sdk/dataset.hpp"
+#include "loom/sdk/optimizer.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "loom/sdk/precision.hpp"
+#include "loom/sdk/schedule.hpp"
 #include "loom/sdk/tokenizer.hpp"
 
 namespace loom::host {
@@ -22,8 +26,16 @@ unsigned supported_interface_version(uint32_t kind) {
   switch (kind) {
     case LOOM_KIND_COMMUNICATOR:
       return loom::Communicator::kInterfaceVersion;
+    case LOOM_KIND_DATASET:
+      return loom::Dataset::kInterfaceVersion;
     case LOOM_KIND_TOKENIZER:
       return loom::Tokenizer::kInterfaceVersion;
+    case LOOM_KIND_OPTIMIZER:
+      return loom::Optimizer::kInterfaceVersion;
+    case LOOM_KIND_SCHEDULE:
+      return loom::Schedule::kInterfaceVersion;
+    case LOOM_KIND_PRECISION:
+      return loom::Precision::kInterfaceVersion;
     default:
       return 1;
   }
