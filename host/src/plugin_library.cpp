@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "loom/host/errors.hpp"
+#include "loom/sdk/backend.hpp"
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/dataset.hpp"
@@ -26,6 +27,8 @@ unsigned supported_interface_version(uint32_t kind) {
   switch (kind) {
     case LOOM_KIND_COMMUNICATOR:
       return loom::Communicator::kInterfaceVersion;
+    case LOOM_KIND_BACKEND:
+      return loom::Backend::kInterfaceVersion;
     case LOOM_KIND_DATASET:
       return loom::Dataset::kInterfaceVersion;
     case LOOM_KIND_TOKENIZER:
