@@ -1,5 +1,6 @@
 // Compiled with -std=c++17: every public SDK header must stand on its own in C++17.
 #include "loom/sdk/backend.hpp"
+#include "loom/sdk/block.hpp"
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/dataset.hpp"

@@ -10,6 +10,7 @@
 
 #include "loom/host/errors.hpp"
 #include "loom/sdk/backend.hpp"
+#include "loom/sdk/block.hpp"
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/dataset.hpp"
@@ -39,6 +40,8 @@ unsigned supported_interface_version(uint32_t kind) {
       return loom::Schedule::kInterfaceVersion;
     case LOOM_KIND_PRECISION:
       return loom::Precision::kInterfaceVersion;
+    case LOOM_KIND_BLOCK:
+      return loom::Block::kInterfaceVersion;
     default:
       return 1;
   }
