@@ -85,6 +85,12 @@ class Tokenizer {
   /// into `ids` and returns the number needed.
   virtual size_t tokenize(const char* text, size_t length, int32_t* ids, size_t capacity) const = 0;
 
+  /// The words WordPiece sees, joined by single spaces: `text` after clean-up, CJK splitting,
+  /// lower-casing and accent stripping (uncased), punctuation and special-token splitting (a special
+  /// token appears as itself). Writes min(needed, capacity) bytes and, when it fits, a NUL;
+  /// returns the byte count needed without the NUL. Vocabulary trainers count these words.
+  virtual size_t pre_tokenize(const char* text, size_t length, char* words, size_t capacity) const = 0;
+
   /// [CLS] a [SEP] (b == nullptr) or [CLS] a [SEP] b [SEP], truncated per `options`; token type 0
   /// up to the first [SEP], 1 after it; mask 1 for real tokens. Returns the length needed (padded
   /// length when padding); writes at most `out.capacity` elements of each buffer. Throws
