@@ -1,0 +1,57 @@
+// metrics.jsonl writing and the console progress line; see metrics_log.hpp.
+#include "loom/host/metrics_log.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "loom/host/atomic_file.hpp"
+
+namespace loom::host {
+
+MetricsLog::MetricsLog(std::filesystem::path path, std::optional<uint64_t> resumed_step)
+    : path_(std::move(path)) {
+  if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
+  if (resumed_step && std::filesystem::exists(path_)) {
+    std::ifstream in(path_);
+    std::ostringstream kept;
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      // A torn last line (killed mid-write) or a later step is dropped.
+      if (record.is_discarded() || !record.contains("step")) continue;
+      if (record["step"].get<uint64_t>() <= *resumed_step) kept << line << "\n";
+    }
+    write_file_atomically(path_, kept.str());
+    out_.open(path_, std::ios::app);
+  } else {
+    out_.open(path_, std::ios::trunc);
+  }
+  if (!out_) throw std::runtime_error(path_.string() + ": cannot open for writing");
+}
+
+void MetricsLog::write(const nlohmann::json& record) {
+  out_ << record.dump() << "\n";
+  out_.flush();
+  if (!out_) throw std::runtime_error(path_.string() + ": write failed");
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto total = static_cast<uint64_t>(std::llround(seconds));
+  if (total >= 3600) return fmt::format("{}h{:02d}m", total / 3600, (total % 3600) / 60);
+  if (total >= 60) return fmt::format("{}m{:02d}s", total / 60, total % 60);
+  return fmt::format("{}s", total);
+}
+
+std::string format_progress_line(uint64_t step, uint64_t total_steps, double loss, double lr,
+                                 double loss_scale, double sequences_per_second, double eta_seconds) {
+  return fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | scale {:g} | {:.1f} seq/s | ETA {}", step,
+                     total_steps, loss, lr, loss_scale, sequences_per_second, format_duration(eta_seconds));
+}
+
+}  // namespace loom::host
