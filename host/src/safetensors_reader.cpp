@@ -21,6 +21,8 @@ namespace {
 
 // The reference implementation's limit; a larger header is refused before parsing it.
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+// Byte counts above this saturate while multiplying a shape (no file is that large).
+constexpr unsigned __int128 kHugeBytes = std::numeric_limits<std::uint64_t>::max();
 
 [[noreturn]] void refuse(const std::string& source, const std::string& problem) {
   throw SafetensorsError(source + ": not a valid safetensors file: " + problem);
@@ -188,8 +190,7 @@ void SafetensorsFile::parse() {
         refuse(source_, where + "shape entry " + json_excerpt(extent) + " is not a non-negative integer");
       tensor.shape.push_back(static_cast<std::int64_t>(value));
       expected_bytes *= value;
-      if (expected_bytes > data_size && value != 0)
-        expected_bytes = static_cast<unsigned __int128>(data_size) + 1;
+      if (expected_bytes > kHugeBytes) expected_bytes = kHugeBytes + 1;
     }
     const auto& offsets = entry["data_offsets"];
     std::uint64_t begin = 0, end = 0;
@@ -204,13 +205,12 @@ void SafetensorsFile::parse() {
       refuse(source_, where + "data_offsets end " + std::to_string(end) + " is beyond the data region of " +
                           std::to_string(data_size) + " bytes (truncated?)");
     if (expected_bytes != end - begin) {
-      std::string shape_text = json_excerpt(shape);
+      const std::string needed = expected_bytes > kHugeBytes
+                                     ? std::string("more than 2^64 bytes")
+                                     : std::to_string(static_cast<std::uint64_t>(expected_bytes)) + " bytes";
       refuse(source_, where + "dtype " + std::string(safetensors_dtype_name(tensor.dtype)) + " with shape " +
-                          shape_text + " needs " +
-                          (expected_bytes > data_size
-                               ? std::string("more bytes than the file holds")
-                               : std::to_string(static_cast<std::uint64_t>(expected_bytes)) + " bytes") +
-                          " but data_offsets span " + std::to_string(end - begin));
+                          json_excerpt(shape) + " needs " + needed + " but data_offsets span " +
+                          std::to_string(end - begin));
     }
     tensor.data = data + begin;
     tensor.byte_size = static_cast<std::size_t>(end - begin);
