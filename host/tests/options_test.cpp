@@ -49,6 +49,18 @@ TEST(Options, IntegerOverflowForNarrowTypeIsReported) {
   EXPECT_EQ(o.problems().size(), 1u);
 }
 
+TEST(Options, NegativeIntegersFitSignedTypesOnly) {
+  auto o = make("n = -2\n", "n\tr.toml:1:5\n");
+  EXPECT_EQ(o.get<int>("n", 0), -2);
+  EXPECT_EQ(o.get<int64_t>("n", 0), -2);
+  EXPECT_TRUE(o.problems().empty());
+  EXPECT_EQ(o.get<int>("n", 7, loom::Range{0, 10}), 7);
+  ASSERT_EQ(o.problems().size(), 1u);
+  EXPECT_EQ(o.problems()[0], "r.toml:1:5: optimizer.n: value -2 is out of range [0, 10]");
+  EXPECT_EQ(o.get<unsigned>("n", 3), 3u);  // no unsigned holds -2
+  EXPECT_EQ(o.problems().size(), 2u);
+}
+
 TEST(Options, UnknownKeysGetSuggestionsAndFinishThrowsAllProblems) {
   auto o = make("lrr = 1.0\nweight_decay = \"x\"\n[nested]\nkey = 1\n");
   o.get<double>("lr", 1.0);

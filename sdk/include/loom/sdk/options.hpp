@@ -178,9 +178,11 @@ class Options {
     } else if constexpr (std::is_integral_v<T>) {
       auto v = node.value_exact<int64_t>();
       if (!v) return std::nullopt;
-      if (*v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-          static_cast<uint64_t>(*v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-        return std::nullopt;
+      // Negative values compare against min() only: cast to uint64_t they would exceed max().
+      const bool fits =
+          *v < 0 ? *v >= static_cast<int64_t>(std::numeric_limits<T>::min())
+                 : static_cast<uint64_t>(*v) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+      if (!fits) return std::nullopt;
       return static_cast<T>(*v);
     } else if constexpr (std::is_floating_point_v<T>) {
       if (node.is_floating_point() || node.is_integer()) return node.value<T>();
