@@ -43,6 +43,7 @@ std::vector<float> SafetensorsFile::read_f32(std::string_view name) const {
   const SafetensorsTensor& source = tensor(name);
   const std::size_t count = static_cast<std::size_t>(source.element_count());
   std::vector<float> values(count);
+  if (count == 0) return values;  // (memcpy from/to the null data of empty vectors is undefined)
   switch (source.dtype) {
     case SafetensorsDtype::kF32:
       std::memcpy(values.data(), source.data, count * sizeof(float));
