@@ -115,6 +115,41 @@ def activation(name):
     raise ValueError(f"hidden_act {name!r} not supported")
 
 
+# bf16-mixed emulation (--measure-bf16 only): every GEMM rounds its operands to bfloat16 and
+# accumulates in float32, forward and backward, as Loom's bf16-mixed precision does; everything
+# else (LayerNorm, softmax, GELU, losses, gradients) stays float32.
+EMULATE_BF16 = False
+
+
+def to_bf16(x):
+    return x.to(torch.bfloat16).to(torch.float32)
+
+
+class Bf16MatMul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return torch.matmul(to_bf16(a), to_bf16(b))
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        g = to_bf16(grad)
+        return torch.matmul(g, to_bf16(b).transpose(-1, -2)), torch.matmul(to_bf16(a).transpose(-1, -2), g)
+
+
+def matmul(a, b):
+    return Bf16MatMul.apply(a, b) if EMULATE_BF16 else torch.matmul(a, b)
+
+
+def dense(linear, x):
+    """nn.Linear through `matmul` (x flattened to rows so the weight gradient needs no reduction)."""
+    if not EMULATE_BF16:
+        return linear(x)
+    rows = matmul(x.reshape(-1, x.shape[-1]), linear.weight.t()).reshape(*x.shape[:-1], linear.weight.shape[0])
+    return rows if linear.bias is None else rows + linear.bias
+
+
 class BertEmbeddings(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -145,9 +180,10 @@ class BertSelfAttention(nn.Module):
         return x.view(x.shape[0], x.shape[1], self.heads, self.head_size).permute(0, 2, 1, 3)
 
     def forward(self, hidden, extended_mask):
-        q, k, v = self.split(self.query(hidden)), self.split(self.key(hidden)), self.split(self.value(hidden))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size) + extended_mask
-        context = torch.matmul(nn.functional.softmax(scores, dim=-1), v)
+        q, k, v = (self.split(dense(self.query, hidden)), self.split(dense(self.key, hidden)),
+                   self.split(dense(self.value, hidden)))
+        scores = matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size) + extended_mask
+        context = matmul(nn.functional.softmax(scores, dim=-1), v)
         return context.permute(0, 2, 1, 3).contiguous().view(hidden.shape)
 
 
@@ -158,7 +194,7 @@ class BertSelfOutput(nn.Module):
         self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
 
     def forward(self, hidden, residual):
-        return self.LayerNorm(self.dense(hidden) + residual)
+        return self.LayerNorm(dense(self.dense, hidden) + residual)
 
 
 class BertAttention(nn.Module):
@@ -178,7 +214,7 @@ class BertIntermediate(nn.Module):
         self.act = activation(c["hidden_act"])
 
     def forward(self, hidden):
-        return self.act(self.dense(hidden))
+        return self.act(dense(self.dense, hidden))
 
 
 class BertOutput(nn.Module):
@@ -188,7 +224,7 @@ class BertOutput(nn.Module):
         self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
 
     def forward(self, hidden, residual):
-        return self.LayerNorm(self.dense(hidden) + residual)
+        return self.LayerNorm(dense(self.dense, hidden) + residual)
 
 
 class BertLayer(nn.Module):
@@ -220,7 +256,7 @@ class BertPooler(nn.Module):
         self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
 
     def forward(self, hidden):
-        return torch.tanh(self.dense(hidden[:, 0]))
+        return torch.tanh(dense(self.dense, hidden[:, 0]))
 
 
 class BertModel(nn.Module):
@@ -246,7 +282,7 @@ class BertPredictionHeadTransform(nn.Module):
         self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
 
     def forward(self, hidden):
-        return self.LayerNorm(self.act(self.dense(hidden)))
+        return self.LayerNorm(self.act(dense(self.dense, hidden)))
 
 
 class BertLMPredictionHead(nn.Module):
@@ -258,7 +294,7 @@ class BertLMPredictionHead(nn.Module):
         self.decoder.bias = self.bias  # one tensor, two names (as in transformers)
 
     def forward(self, hidden):
-        return self.decoder(self.transform(hidden))
+        return dense(self.decoder, self.transform(hidden))
 
 
 class BertPreTrainingHeads(nn.Module):
@@ -268,7 +304,7 @@ class BertPreTrainingHeads(nn.Module):
         self.seq_relationship = nn.Linear(c["hidden_size"], 2)
 
     def forward(self, sequence, pooled):
-        return self.predictions(sequence), self.seq_relationship(pooled)
+        return self.predictions(sequence), dense(self.seq_relationship, pooled)
 
 
 class BertForPreTraining(nn.Module):
@@ -456,12 +492,58 @@ def check_loom_file(path, config_path):
           f"{model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight}")
 
 
+def relative_error(actual, expected, floor=1e-6):
+    """Normwise relative error, as loom_parity_compare computes it (floor: see parity_comparison.hpp)."""
+    actual, expected = torch.as_tensor(actual, dtype=torch.float64), torch.as_tensor(expected, dtype=torch.float64)
+    return float((actual - expected).abs().max() / max(float(expected.abs().max()), floor))
+
+
+def measure_precision(case_dir, emulate_bf16):
+    """Worst error of the float32 twin (bf16-emulated or not) against a fixture's float64 values."""
+    global EMULATE_BF16
+    with open(os.path.join(case_dir, "config.json")) as f:
+        config = json.load(f)
+    with open(os.path.join(case_dir, "batch.json")) as f:
+        batch = {key: torch.tensor(value) for key, value in json.load(f).items()}
+    with open(os.path.join(case_dir, "expected.json")) as f:
+        expected = json.load(f)
+    expected_grads, _ = load_safetensors(os.path.join(case_dir, "expected_grads.safetensors"))
+    weights, _ = load_safetensors(os.path.join(case_dir, "model.safetensors"))
+    model = BertForPreTraining(config)
+    model.load_state_dict({n: w for n, w in weights.items() if n in expected_grads}, strict=False)
+    EMULATE_BF16 = emulate_bf16
+    try:
+        loss, mlm, nsp, scores, nsp_logits = model(batch["input_ids"], batch["token_type_ids"],
+                                                   batch["attention_mask"], batch["labels"],
+                                                   batch["next_sentence_label"])
+        loss.backward()
+    finally:
+        EMULATE_BF16 = False
+    labelled = batch["labels"] != -100
+    losses = max(relative_error(value.item(), expected[key])
+                 for key, value in (("loss", loss), ("mlm_loss", mlm), ("nsp_loss", nsp)))
+    logits = max(relative_error(nsp_logits.detach(), expected["seq_relationship_logits"]),
+                 relative_error(scores[labelled].detach(), expected["masked_prediction_logits"]))
+    floor = 1e-2 * max(float(g.abs().max()) for g in expected_grads.values())
+    grads = max((relative_error(p.grad, expected_grads[n], floor), n) for n, p in model.named_parameters())
+    return losses, logits, grads
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check-loom-file", help="a Loom-written model.safetensors to load into the twin")
     parser.add_argument("--config", help="its config.json (with --check-loom-file)")
+    parser.add_argument("--measure", action="store_true",
+                        help="print the float32 and bf16-emulated twin's errors against every fixture")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.measure:
+        for name in sorted(os.listdir(PARITY_DIR)):
+            for label, emulate in (("fp32", False), ("bf16-emulated", True)):
+                losses, logits, (grads, worst) = measure_precision(os.path.join(PARITY_DIR, name), emulate)
+                print(f"{name:32s} {label:14s} losses {losses:.2e}  logits {logits:.2e}  "
+                      f"grads {grads:.2e} ({worst})")
+        return
     if args.check_loom_file:
         check_loom_file(args.check_loom_file, args.config)
         return

@@ -2,9 +2,13 @@
 // against a PyTorch fixture (expected.json, expected_grads.safetensors; tools/make_parity_fixtures.py).
 //
 // Every quantity is one row: a loss, the NSP logits, the masked-prediction logits, or one parameter
-// gradient. Its error is normwise relative: max_i |actual_i − expected_i| / max_i |expected_i|
-// (the denominator floored at 1e-6 so an all-zero reference does not divide by zero). A row fails
-// when that exceeds its tolerance, when shapes or names differ, or when a value is not finite.
+// gradient. Its error is normwise relative: max_i |actual_i − expected_i| / max_i |expected_i|.
+// The denominator has a floor: 1e-6 for outputs; for a gradient, 1% of the largest gradient element
+// of the whole model, because some gradients are exactly zero in exact arithmetic (the key biases:
+// softmax ignores a shift shared by all scores of a query), so their float64 reference is round-off
+// and only an absolute bound is meaningful. In the fixtures every other gradient's own maximum is
+// above 3% of the largest, so the floor changes nothing else. A row fails when the error exceeds
+// its tolerance, when shapes or names differ, or when a value is not finite.
 #pragma once
 
 #include <string>
@@ -28,7 +32,7 @@ struct Row {
   std::string shape;          ///< "[5, 83]"
   double max_reference = 0;   ///< max |expected|
   double max_difference = 0;  ///< max |actual − expected|
-  double relative = 0;        ///< max_difference / max(max_reference, 1e-6)
+  double relative = 0;        ///< max_difference / max(max_reference, floor)
   double tolerance = 0;
   std::string problem;  ///< structural failure (missing, shape, non-finite); "" if none
 

@@ -75,6 +75,19 @@ TEST(ParityComparison, GradientBeyondItsBoundFailsAndIsNamed) {
   EXPECT_NE(report.table().find("FAIL: 46 quantities, 1 failed"), std::string::npos) << report.table();
 }
 
+TEST(ParityComparison, GradientsThatAreZeroInExactArithmeticGetAnAbsoluteBound) {
+  // The key bias gradient is float64 round-off (~1e-17); float32 noise of 1e-8 must pass, an error
+  // of 0.6% of the model's largest gradient element (0.82) must not.
+  const auto name = "bert.encoder.layer.0.attention.self.key.bias";
+  Report noise, wrong;
+  compare_gradients(expected_grads(), edited_grads(name, [](std::vector<float>& v) { v[1] = 1e-8f; }), 1e-3,
+                    noise);
+  EXPECT_TRUE(noise.pass()) << noise.table();
+  compare_gradients(expected_grads(), edited_grads(name, [](std::vector<float>& v) { v[1] = 0.005f; }), 1e-1,
+                    wrong);
+  EXPECT_FALSE(row(wrong, std::string("grad ") + name).pass()) << wrong.table();
+}
+
 TEST(ParityComparison, LossesAreHeldToTheirBound) {
   auto actual = expected_json();
   actual["mlm_loss"] = actual["mlm_loss"].get<double>() * (1 + 5e-5);
