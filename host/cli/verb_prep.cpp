@@ -1,0 +1,91 @@
+// `loom prep pretraining`: raw text → HDF5 pretraining shards (host/src/pretraining_prep.cpp).
+// The tokenizer is the `tokenizer/wordpiece` component, loaded through the plugin registry like
+// any recipe component, with options `vocab` and `cased`.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli_context.hpp"
+#include "loom/host/errors.hpp"
+#include "loom/host/pretraining_prep.hpp"
+#include "loom/sdk/tokenizer.hpp"
+
+namespace loom::cli {
+namespace {
+
+host::Component<loom::Tokenizer> load_tokenizer(const GlobalOptions& options, const std::string& vocab,
+                                                bool cased) {
+  auto registry = make_registry(options, nullptr);
+  const host::ComponentEntry* entry = registry->find(LOOM_KIND_TOKENIZER, "wordpiece");
+  if (entry == nullptr)
+    throw host::PluginLoadError("tokenizer/wordpiece",
+                                fmt::format("is not available (searched: {}); build the wordpiece plugin or "
+                                            "pass --plugin-path",
+                                            fmt::join(registry->searched_directories(), ", ")));
+  host::ComponentConfig config;
+  config.table_name = "tokenizer";
+  std::string quoted;
+  for (char c : vocab) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  config.toml = fmt::format("vocab = \"{}\"\ncased = {}\n", quoted, cased ? "true" : "false");
+  config.table_origin = "loom prep --vocab";
+  return registry->create<loom::Tokenizer>(*entry, config, /*dry_run=*/false);
+}
+
+void register_prep_verbs(CLI::App& app, GlobalOptions& options) {
+  auto* prep = app.add_subcommand("prep", "prepare training data");
+  prep->require_subcommand(1);
+  auto args = std::make_shared<host::PrepOptions>();
+  auto* pretraining = prep->add_subcommand(
+      "pretraining", "raw text → formatted corpus → HDF5 MLM+NSP shards with manifest.json (docs/data.md)");
+  pretraining->add_option("--vocab", args->vocab, "WordPiece vocabulary (one token per line)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  pretraining->add_option("--input", args->inputs, "text files or directories (recursive)")->required();
+  pretraining->add_option("--output", args->output, "output directory")->required();
+  pretraining
+      ->add_option("--input-format", args->input_format,
+                   "raw: a file is one document of prose; sentences: one sentence per line, blank line "
+                   "between documents")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"raw", "sentences"}));
+  pretraining->add_option("--max-seq-length", args->max_seq_length, "tokens per instance incl. [CLS]/[SEP]")
+      ->capture_default_str();
+  pretraining->add_option("--max-predictions", args->max_predictions, "masked positions per instance at most")
+      ->capture_default_str();
+  pretraining->add_option("--masked-lm-prob", args->masked_lm_prob, "share of tokens masked")
+      ->capture_default_str();
+  pretraining->add_option("--short-seq-prob", args->short_seq_prob, "probability of a shorter target length")
+      ->capture_default_str();
+  pretraining->add_option("--dupe-factor", args->dupe_factor, "passes over the corpus with different masks")
+      ->capture_default_str();
+  pretraining->add_option("--seed", args->seed, "random seed")->capture_default_str();
+  pretraining->add_option("--shards", args->shards, "training shards (0 = automatic)")->capture_default_str();
+  pretraining->add_option("--heldout-fraction", args->heldout_fraction, "share of documents held out")
+      ->capture_default_str();
+  pretraining->add_flag("--whole-word-masking", args->whole_word_masking,
+                        "mask whole words (## pieces together)");
+  pretraining->add_option("--mask-ratio", args->mask_ratio, "chosen tokens replaced by [MASK]")
+      ->capture_default_str();
+  pretraining->add_option("--random-ratio", args->random_ratio, "chosen tokens replaced by a random token")
+      ->capture_default_str();
+  pretraining->add_flag("!--no-dedup", args->dedup, "keep repeated lines");
+  pretraining->add_option("--threads", args->threads, "worker threads (0 = all cores)")
+      ->capture_default_str();
+  pretraining->add_flag("--cased", args->cased, "keep case and accents (cased vocabulary)");
+  add_plugin_flags(*pretraining, options);
+  pretraining->callback([&options, args] {
+    host::Component<loom::Tokenizer> tokenizer = load_tokenizer(options, args->vocab, args->cased);
+    // Called directly (not through Component::call): option problems must stay usage errors.
+    try {
+      host::prep_pretraining(*args, *tokenizer.get(),
+                             [](const std::string& line) { std::cerr << line << std::endl; });
+    } catch (const std::invalid_argument& e) {
+      throw host::RecipeError(std::string(e.what()));
+    }
+  });
+}
+
+const VerbRegistration registration(&register_prep_verbs);
+
+}  // namespace
+}  // namespace loom::cli

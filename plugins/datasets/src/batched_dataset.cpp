@@ -1,0 +1,146 @@
+// BatchedDataset; see batched_dataset.hpp.
+#include "batched_dataset.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "epoch_order.hpp"
+#include "loom/sdk/error.hpp"
+
+namespace loom_datasets {
+
+size_t copy_text(const std::string& text, char* out, size_t capacity) {
+  if (out != nullptr && capacity > 0) {
+    std::memcpy(out, text.data(), std::min(capacity, text.size()));
+    if (text.size() < capacity) out[text.size()] = '\0';
+  }
+  return text.size();
+}
+
+int32_t padded_length(int32_t longest, int32_t max_seq_length) {
+  const int32_t rounded = (std::max(longest, 1) + 7) / 8 * 8;
+  return std::min(rounded, max_seq_length);
+}
+
+void BatchedDataset::start(const loom::DatasetSetup& setup, std::vector<uint64_t> group_sizes, bool shuffle,
+                           bool drop_last, const loom::BatchLimits& limits) {
+  if (setup.world_size < 1 || setup.rank < 0 || setup.rank >= setup.world_size)
+    throw loom::Error("dataset: rank " + std::to_string(setup.rank) + " of world size " +
+                      std::to_string(setup.world_size) + " is not a valid process");
+  group_sizes_ = std::move(group_sizes);
+  shuffle_ = shuffle;
+  drop_last_ = drop_last;
+  seed_ = setup.seed;
+  rank_ = setup.rank;
+  world_ = setup.world_size;
+  limits_ = limits;
+  total_ = 0;
+  for (uint64_t size : group_sizes_) total_ += size;
+  rank_size_ = rank_share(total_, rank_, world_);
+  if (drop_last_) rank_size_ -= rank_size_ % static_cast<uint64_t>(limits_.batch_size);
+  if (rank_size_ == 0)
+    throw loom::Error(
+        "dataset: rank " + std::to_string(rank_) + " gets no instance (" + std::to_string(total_) +
+        " instances for " + std::to_string(world_) + " ranks" +
+        (drop_last_ ? ", batch_size " + std::to_string(limits_.batch_size) + " with drop_last" : "") + ")");
+  cursor_ = {0, 0};
+  order_epoch_ = UINT64_MAX;
+  open_ = true;
+}
+
+void BatchedDataset::require_open() const {
+  if (!open_) throw loom::Error("dataset: open() must be called first");
+}
+
+loom::BatchLimits BatchedDataset::limits() const {
+  require_open();
+  return limits_;
+}
+
+void BatchedDataset::seek(const loom::DatasetCursor& cursor) {
+  require_open();
+  if (cursor.position > rank_size_)
+    throw loom::Error("dataset: cursor position " + std::to_string(cursor.position) +
+                      " is past this rank's " + std::to_string(rank_size_) +
+                      " instances per epoch (was the checkpoint made with other "
+                      "data, batch size or world size?)");
+  cursor_ = cursor;
+}
+
+const std::vector<uint64_t>& BatchedDataset::order_for(uint64_t epoch) {
+  if (order_epoch_ != epoch) {
+    order_ = rank_order(group_sizes_, shuffle_, seed_, epoch, rank_, world_);
+    order_epoch_ = epoch;
+  }
+  return order_;
+}
+
+loom::BatchShape BatchedDataset::next_batch(const loom::BatchBuffers& out) {
+  require_open();
+  if (cursor_.position >= rank_size_) cursor_ = {cursor_.epoch + 1, 0};
+  const std::vector<uint64_t>& order = order_for(cursor_.epoch);
+  const auto rows = static_cast<int32_t>(
+      std::min<uint64_t>(static_cast<uint64_t>(limits_.batch_size), rank_size_ - cursor_.position));
+  rows_.resize(static_cast<size_t>(rows));
+  int32_t longest = 0;
+  for (int32_t r = 0; r < rows; ++r) {
+    Row& row = rows_[static_cast<size_t>(r)];
+    row = Row{};
+    load_row(order[cursor_.position + static_cast<uint64_t>(r)], cursor_.epoch, row);
+    if (row.ids.size() > static_cast<size_t>(limits_.max_seq_length))
+      throw loom::Error("dataset: an instance has " + std::to_string(row.ids.size()) +
+                        " tokens, more than max_seq_length " + std::to_string(limits_.max_seq_length));
+    longest = std::max(longest, static_cast<int32_t>(row.ids.size()));
+  }
+  const int32_t seq = padded_length(longest, limits_.max_seq_length);
+  const int32_t predictions = limits_.max_predictions;
+  for (int32_t r = 0; r < rows; ++r) {
+    const Row& row = rows_[static_cast<size_t>(r)];
+    const size_t base = static_cast<size_t>(r) * static_cast<size_t>(seq);
+    const auto length = static_cast<int32_t>(row.ids.size());
+    for (int32_t c = 0; c < seq; ++c) {
+      const bool real = c < length;
+      if (out.input_ids) out.input_ids[base + c] = real ? row.ids[static_cast<size_t>(c)] : 0;
+      if (out.token_type_ids) out.token_type_ids[base + c] = real ? row.types[static_cast<size_t>(c)] : 0;
+      if (out.attention_mask) out.attention_mask[base + c] = real ? 1 : 0;
+      if (out.mlm_labels) out.mlm_labels[base + c] = loom::kIgnoreLabel;
+    }
+    const uint64_t instance = order[cursor_.position + static_cast<uint64_t>(r)];
+    if (out.instance_ids) out.instance_ids[r] = instance;
+    switch (limits_.task) {
+      case loom::BatchTask::pretraining: {
+        const size_t prediction_base = static_cast<size_t>(r) * static_cast<size_t>(predictions);
+        if (row.positions.size() > static_cast<size_t>(predictions))
+          throw loom::Error("dataset: an instance has more masked positions than max_predictions");
+        for (int32_t p = 0; p < predictions; ++p) {
+          const bool used = static_cast<size_t>(p) < row.positions.size();
+          if (out.masked_positions) out.masked_positions[prediction_base + p] = used ? row.positions[p] : 0;
+          if (out.masked_ids) out.masked_ids[prediction_base + p] = used ? row.masked_ids[p] : 0;
+        }
+        if (out.mlm_labels)
+          for (size_t p = 0; p < row.positions.size(); ++p)
+            out.mlm_labels[base + static_cast<size_t>(row.positions[p])] = row.masked_ids[p];
+        if (out.next_sentence_labels) out.next_sentence_labels[r] = row.next_sentence;
+        break;
+      }
+      case loom::BatchTask::classification:
+        if (out.labels) out.labels[r] = row.label;
+        break;
+      case loom::BatchTask::span_extraction:
+        if (out.start_positions) out.start_positions[r] = row.start;
+        if (out.end_positions) out.end_positions[r] = row.end;
+        break;
+    }
+  }
+  loom::BatchShape shape{};
+  shape.rows = rows;
+  shape.seq = seq;
+  shape.predictions = limits_.task == loom::BatchTask::pretraining ? predictions : 0;
+  shape.epoch = cursor_.epoch;
+  cursor_.position += static_cast<uint64_t>(rows);
+  shape.last_in_epoch = cursor_.position == rank_size_ ? 1 : 0;
+  return shape;
+}
+
+}  // namespace loom_datasets

@@ -1,0 +1,124 @@
+// HDF5 shard reading; see hdf5_shard.hpp.
+#include "hdf5_shard.hpp"
+
+#include <hdf5.h>
+
+#include "loom/sdk/error.hpp"
+
+namespace loom_datasets {
+namespace {
+
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = -1; }
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& key, const std::string& what) {
+  throw loom::IoError(path + ": " + (key.empty() ? "" : "key '" + key + "': ") + what);
+}
+
+struct KeySpec {
+  const char* key;
+  int rank;  // 2 = [N, L or P], 1 = [N]
+  bool predictions;
+};
+constexpr KeySpec kKeys[] = {
+    {"input_ids", 2, false},          {"input_mask", 2, false},   {"segment_ids", 2, false},
+    {"masked_lm_positions", 2, true}, {"masked_lm_ids", 2, true}, {"next_sentence_labels", 1, false},
+};
+
+Handle open_file(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // our exceptions carry the message
+  if (H5Fis_hdf5(path.c_str()) <= 0)
+    fail(path, "",
+         "not a readable HDF5 file (missing, truncated or corrupted; re-run loom prep pretraining)");
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.ok()) fail(path, "", "cannot open as HDF5 (truncated or corrupted?)");
+  return file;
+}
+
+Handle open_key(hid_t file, const std::string& path, const char* key) {
+  if (H5Lexists(file, key, H5P_DEFAULT) <= 0)
+    fail(path, key,
+         "missing (a BERT pretraining shard needs input_ids, input_mask, segment_ids, "
+         "masked_lm_positions, masked_lm_ids, next_sentence_labels)");
+  Handle dataset(H5Dopen2(file, key, H5P_DEFAULT), H5Dclose);
+  if (!dataset.ok()) fail(path, key, "cannot open dataset");
+  return dataset;
+}
+
+ShardShape check_keys(hid_t file, const std::string& path) {
+  ShardShape shape;
+  bool first = true;
+  for (const KeySpec& spec : kKeys) {
+    Handle dataset = open_key(file, path, spec.key);
+    Handle type(H5Dget_type(dataset.get()), H5Tclose);
+    if (!type.ok() || H5Tget_class(type.get()) != H5T_INTEGER)
+      fail(path, spec.key, "is not an integer dataset");
+    Handle space(H5Dget_space(dataset.get()), H5Sclose);
+    const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+    if (rank != spec.rank)
+      fail(path, spec.key, "has rank " + std::to_string(rank) + ", expected " + std::to_string(spec.rank));
+    hsize_t dims[2] = {0, 0};
+    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+    if (first) shape.instances = dims[0], first = false;
+    if (dims[0] != shape.instances)
+      fail(path, spec.key,
+           "has " + std::to_string(dims[0]) + " rows, input_ids has " + std::to_string(shape.instances));
+    if (spec.rank == 2) {
+      int32_t& width = spec.predictions ? shape.predictions : shape.seq_length;
+      if (width == 0) width = static_cast<int32_t>(dims[1]);
+      if (dims[1] != static_cast<hsize_t>(width) || width == 0)
+        fail(path, spec.key,
+             "has " + std::to_string(dims[1]) + " columns, expected " + std::to_string(width));
+    }
+  }
+  return shape;
+}
+
+template <typename T>
+void read_key(hid_t file, const std::string& path, const char* key, hid_t memory_type, std::vector<T>& out,
+              size_t count) {
+  Handle dataset = open_key(file, path, key);
+  out.resize(count);
+  if (count == 0) return;
+  if (H5Dread(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)
+    fail(path, key, "cannot read data (truncated or corrupted file; re-run loom prep pretraining)");
+}
+
+}  // namespace
+
+ShardShape read_shard_shape(const std::string& path) {
+  Handle file = open_file(path);
+  return check_keys(file.get(), path);
+}
+
+ShardData read_shard(const std::string& path) {
+  Handle file = open_file(path);
+  ShardData data;
+  data.shape = check_keys(file.get(), path);
+  const size_t n = data.shape.instances;
+  const size_t tokens = n * static_cast<size_t>(data.shape.seq_length);
+  const size_t predictions = n * static_cast<size_t>(data.shape.predictions);
+  read_key(file.get(), path, "input_ids", H5T_NATIVE_INT32, data.input_ids, tokens);
+  read_key(file.get(), path, "input_mask", H5T_NATIVE_INT8, data.input_mask, tokens);
+  read_key(file.get(), path, "segment_ids", H5T_NATIVE_INT8, data.segment_ids, tokens);
+  read_key(file.get(), path, "masked_lm_positions", H5T_NATIVE_INT32, data.masked_positions, predictions);
+  read_key(file.get(), path, "masked_lm_ids", H5T_NATIVE_INT32, data.masked_ids, predictions);
+  read_key(file.get(), path, "next_sentence_labels", H5T_NATIVE_INT8, data.next_sentence, n);
+  return data;
+}
+
+}  // namespace loom_datasets

@@ -1,0 +1,37 @@
+// dataset/squad: span-extraction batches from SQuAD v1.1/v2.0 JSON (squad_features.hpp).
+// Options (docs/recipes.md): file, mode ("train" | "eval"), max_seq_length, doc_stride,
+// max_query_length, batch_size, shuffle, drop_last. Instances are features (windows);
+// describe_instance gives what evaluation needs to map logits back to text.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "batched_dataset.hpp"
+#include "loom/sdk/plugin.hpp"
+#include "squad_features.hpp"
+
+namespace loom_datasets {
+
+class Squad final : public BatchedDataset {
+ public:
+  explicit Squad(loom::ComponentContext& context);
+  void open(const loom::DatasetSetup& setup) override;
+  const char* label_name(int32_t) const override { return nullptr; }
+  size_t describe_instance(uint64_t id, char* json, size_t capacity) const override;
+
+ protected:
+  void load_row(uint64_t instance, uint64_t epoch, Row& row) override;
+
+ private:
+  std::string file_;
+  SquadOptions options_;
+  int32_t batch_size_;
+  bool shuffle_;
+  bool drop_last_;
+  std::vector<SquadExample> examples_;
+  std::vector<SquadFeature> features_;
+  uint64_t skipped_ = 0;  // training questions whose answer text is not in the context
+};
+
+}  // namespace loom_datasets

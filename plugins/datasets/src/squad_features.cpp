@@ -1,0 +1,220 @@
+// SQuAD features; see squad_features.hpp.
+#include "squad_features.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/sdk/error.hpp"
+
+namespace loom_datasets {
+namespace {
+
+// Length in bytes of the UTF-8 sequence starting with `lead` (1 for invalid bytes).
+size_t utf8_length(unsigned char lead) {
+  if (lead >= 0xF0 && lead < 0xF8) return 4;
+  if (lead >= 0xE0) return lead < 0xF0 ? 3 : 1;
+  if (lead >= 0xC0) return 2;
+  return 1;
+}
+
+bool is_squad_whitespace(std::string_view c) {
+  return c == " " || c == "\t" || c == "\r" || c == "\n" || c == "\xE2\x80\xAF";  // U+202F
+}
+
+std::vector<std::string> whitespace_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
+    const std::string_view c(text.data() + i, n);
+    if (is_squad_whitespace(c)) {
+      if (!word.empty()) words.push_back(std::move(word)), word.clear();
+    } else {
+      word += c;
+    }
+    i += n;
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+std::string join(const std::vector<std::string>& words, size_t first, size_t last) {
+  std::string out;
+  for (size_t i = first; i <= last && i < words.size(); ++i) out += (i == first ? "" : " ") + words[i];
+  return out;
+}
+
+std::vector<int32_t> tokenize(const loom::Tokenizer& tokenizer, const std::string& text) {
+  std::vector<int32_t> ids(text.size() + 1);
+  size_t needed = tokenizer.tokenize(text.data(), text.size(), ids.data(), ids.size());
+  if (needed > ids.size()) {
+    ids.resize(needed);
+    needed = tokenizer.tokenize(text.data(), text.size(), ids.data(), ids.size());
+  }
+  ids.resize(needed);
+  return ids;
+}
+
+}  // namespace
+
+std::vector<SquadExample> read_squad_examples(const std::string& path, bool training, uint64_t& skipped) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw loom::IoError(path + ": cannot open (data.file)");
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw loom::IoError(path + ": not valid JSON: " + e.what());
+  }
+  if (!root.contains("data") || !root["data"].is_array())
+    throw loom::IoError(path + ": key 'data': missing or not an array (is this a SQuAD file?)");
+  std::vector<SquadExample> examples;
+  skipped = 0;
+  for (const auto& article : root["data"]) {
+    for (const auto& paragraph : article.at("paragraphs")) {
+      const std::string context = paragraph.at("context").get<std::string>();
+      // Words, and for every code point the word it belongs to (the reference's char_to_word_offset).
+      std::vector<std::string> words;
+      std::vector<int32_t> char_to_word;
+      bool previous_whitespace = true;
+      for (size_t i = 0; i < context.size();) {
+        const size_t n = std::min(utf8_length(static_cast<unsigned char>(context[i])), context.size() - i);
+        const std::string_view c(context.data() + i, n);
+        if (is_squad_whitespace(c)) {
+          previous_whitespace = true;
+        } else {
+          if (previous_whitespace) words.emplace_back();
+          words.back() += c;
+          previous_whitespace = false;
+        }
+        char_to_word.push_back(static_cast<int32_t>(words.size()) - 1);
+        i += n;
+      }
+      for (const auto& qa : paragraph.at("qas")) {
+        SquadExample example;
+        example.qas_id = qa.at("id").is_string() ? qa.at("id").get<std::string>() : qa.at("id").dump();
+        example.question = qa.at("question").get<std::string>();
+        example.doc_words = words;
+        example.is_impossible = qa.contains("is_impossible") && qa["is_impossible"].get<bool>();
+        const auto& answers = qa.contains("answers") ? qa["answers"] : nlohmann::json::array();
+        for (const auto& answer : answers) example.answers.push_back(answer.at("text").get<std::string>());
+        if (training && !example.is_impossible) {
+          if (answers.empty())
+            throw loom::IoError(path + ": question '" + example.qas_id +
+                                "' has no answer and is not is_impossible");
+          example.answer_text = answers[0].at("text").get<std::string>();
+          const int64_t offset = answers[0].at("answer_start").get<int64_t>();
+          int64_t length = 0;
+          for (unsigned char c : example.answer_text) length += (c & 0xC0) != 0x80 ? 1 : 0;
+          const int64_t last = offset + length - 1;
+          if (offset < 0 || length == 0 || last >= static_cast<int64_t>(char_to_word.size()))
+            throw loom::IoError(path + ": question '" + example.qas_id + "': answer_start " +
+                                std::to_string(offset) + " is outside its context");
+          example.start_word = char_to_word[static_cast<size_t>(offset)];
+          example.end_word = char_to_word[static_cast<size_t>(last)];
+          const std::string actual = join(words, static_cast<size_t>(std::max(example.start_word, 0)),
+                                          static_cast<size_t>(std::max(example.end_word, 0)));
+          const std::vector<std::string> cleaned_words = whitespace_words(example.answer_text);
+          const std::string cleaned =
+              cleaned_words.empty() ? "" : join(cleaned_words, 0, cleaned_words.size() - 1);
+          if (example.start_word < 0 || actual.find(cleaned) == std::string::npos) {
+            ++skipped;  // the reference logs "Could not find answer" and drops the question
+            continue;
+          }
+        }
+        examples.push_back(std::move(example));
+      }
+    }
+  }
+  return examples;
+}
+
+std::vector<SquadFeature> squad_features(const std::vector<SquadExample>& examples,
+                                         const SquadOptions& options, const loom::Tokenizer& tokenizer) {
+  const loom::SpecialTokenIds special = tokenizer.special_token_ids();
+  std::vector<SquadFeature> features;
+  for (size_t e = 0; e < examples.size(); ++e) {
+    const SquadExample& example = examples[e];
+    std::vector<int32_t> query = tokenize(tokenizer, example.question);
+    if (query.size() > static_cast<size_t>(options.max_query_length))
+      query.resize(static_cast<size_t>(options.max_query_length));
+    std::vector<int32_t> doc_tokens, token_to_word, word_to_token;
+    for (size_t w = 0; w < example.doc_words.size(); ++w) {
+      word_to_token.push_back(static_cast<int32_t>(doc_tokens.size()));
+      for (int32_t id : tokenize(tokenizer, example.doc_words[w])) {
+        token_to_word.push_back(static_cast<int32_t>(w));
+        doc_tokens.push_back(id);
+      }
+    }
+    int32_t answer_start = -1, answer_end = -1;
+    if (options.training && !example.is_impossible) {
+      answer_start = word_to_token[static_cast<size_t>(example.start_word)];
+      answer_end = static_cast<size_t>(example.end_word) + 1 < example.doc_words.size()
+                       ? word_to_token[static_cast<size_t>(example.end_word) + 1] - 1
+                       : static_cast<int32_t>(doc_tokens.size()) - 1;
+      // _improve_answer_span: the tightest token span equal to the tokenized answer text.
+      const std::vector<int32_t> answer = tokenize(tokenizer, example.answer_text);
+      bool improved = false;
+      for (int32_t s = answer_start; s <= answer_end && !improved; ++s)
+        for (int32_t t = answer_end; t >= s && !improved; --t)
+          if (static_cast<size_t>(t - s + 1) == answer.size() &&
+              std::equal(answer.begin(), answer.end(), doc_tokens.begin() + s))
+            answer_start = s, answer_end = t, improved = true;
+    }
+    const int64_t max_tokens_for_doc = options.max_seq_length - static_cast<int64_t>(query.size()) - 3;
+    if (max_tokens_for_doc <= 0)
+      throw loom::ConfigError("data.max_query_length leaves no room for the context in max_seq_length");
+    std::vector<std::pair<int64_t, int64_t>> spans;  // (start, length)
+    for (int64_t start = 0; start < static_cast<int64_t>(doc_tokens.size());) {
+      const int64_t length =
+          std::min<int64_t>(static_cast<int64_t>(doc_tokens.size()) - start, max_tokens_for_doc);
+      spans.emplace_back(start, length);
+      if (start + length == static_cast<int64_t>(doc_tokens.size())) break;
+      start += std::min<int64_t>(length, options.doc_stride);
+    }
+    for (size_t s = 0; s < spans.size(); ++s) {
+      const auto [span_start, span_length] = spans[s];
+      SquadFeature feature;
+      feature.example = static_cast<uint32_t>(e);
+      feature.span_index = static_cast<uint32_t>(s);
+      feature.ids.push_back(special.cls);
+      feature.ids.insert(feature.ids.end(), query.begin(), query.end());
+      feature.ids.push_back(special.sep);
+      feature.types.assign(feature.ids.size(), 0);
+      feature.token_to_word.assign(feature.ids.size(), -1);
+      feature.max_context.assign(feature.ids.size(), 0);
+      for (int64_t i = 0; i < span_length; ++i) {
+        const int64_t position = span_start + i;
+        feature.ids.push_back(doc_tokens[static_cast<size_t>(position)]);
+        feature.types.push_back(1);
+        feature.token_to_word.push_back(token_to_word[static_cast<size_t>(position)]);
+        // _check_is_max_context
+        double best_score = -1;
+        size_t best_span = 0;
+        for (size_t o = 0; o < spans.size(); ++o) {
+          const int64_t end = spans[o].first + spans[o].second - 1;
+          if (position < spans[o].first || position > end) continue;
+          const double score = static_cast<double>(std::min(position - spans[o].first, end - position)) +
+                               0.01 * static_cast<double>(spans[o].second);
+          if (score > best_score) best_score = score, best_span = o;
+        }
+        feature.max_context.push_back(best_span == s ? 1 : 0);
+      }
+      feature.ids.push_back(special.sep);
+      feature.types.push_back(1);
+      feature.token_to_word.push_back(-1);
+      feature.max_context.push_back(0);
+      if (answer_start >= 0 && answer_start >= span_start && answer_end <= span_start + span_length - 1) {
+        const int64_t doc_offset = static_cast<int64_t>(query.size()) + 2;
+        feature.start = static_cast<int32_t>(answer_start - span_start + doc_offset);
+        feature.end = static_cast<int32_t>(answer_end - span_start + doc_offset);
+      }
+      features.push_back(std::move(feature));
+    }
+  }
+  return features;
+}
+
+}  // namespace loom_datasets
