@@ -1,0 +1,46 @@
+// The reference's warm-up schedules. See warmup_schedules.hpp for the formulas.
+#include "warmup_schedules.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace loom_optim {
+
+WarmupSchedule::WarmupSchedule(loom::ComponentContext& context, double default_warmup)
+    : warmup_(context.options().get<double>("warmup", default_warmup, loom::Range{0.0, 1.0})) {}
+
+void WarmupSchedule::setup(uint64_t total_steps) {
+  if (total_steps == 0) throw loom::Error("schedule setup: the run must have at least 1 step (train.steps)");
+  total_steps_ = total_steps;
+}
+
+double WarmupSchedule::lr(double base_lr, uint64_t successful_steps) const {
+  if (total_steps_ == 0) throw loom::Error("schedule used before setup()");
+  const double progress = static_cast<double>(successful_steps + 1) / static_cast<double>(total_steps_);
+  if (progress < warmup_) return base_lr * progress / warmup_;
+  return base_lr * decay(progress);
+}
+
+PolyWarmup::PolyWarmup(loom::ComponentContext& context)
+    : WarmupSchedule(context, 0.01),
+      degree_(context.options().get<double>("degree", 0.5, loom::Range{0.0, 100.0})) {}
+
+double PolyWarmup::decay(double progress) const {
+  return std::pow(std::max(1.0 - progress, 0.0), degree_);
+}
+
+LinearWarmup::LinearWarmup(loom::ComponentContext& context) : WarmupSchedule(context, 0.1) {}
+
+double LinearWarmup::decay(double progress) const {
+  if (warmup() >= 1.0) return 0.0;  // only reached at p ≥ 1: the end of a warm-up-only schedule
+  return std::max((progress - 1.0) / (warmup() - 1.0), 0.0);
+}
+
+ConstantSchedule::ConstantSchedule(loom::ComponentContext& context) : WarmupSchedule(context, 0.0) {}
+
+double ConstantSchedule::decay(double /*progress*/) const {
+  return 1.0;
+}
+
+}  // namespace loom_optim
