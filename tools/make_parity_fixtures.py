@@ -474,8 +474,9 @@ def make_dtype_fixture():
     print(f"{path}: {len(tensors)} tensors")
 
 
-def check_loom_file(path, config_path):
-    """Loads a Loom-written safetensors into the twin the way from_pretrained does."""
+def check_loom_file(path, config_path, fixture=None):
+    """Loads a Loom-written safetensors into the twin the way from_pretrained does; with a fixture
+    directory, also runs its batch and compares the outputs with its expected.json."""
     with open(config_path) as f:
         config = dict(BASE_CONFIG, **json.load(f))
     model = BertForPreTraining(config)
@@ -490,6 +491,21 @@ def check_loom_file(path, config_path):
     print(f"{path}: {len(tensors)} tensors load into BertForPreTraining by name and shape; "
           f"tied decoder = word embeddings: "
           f"{model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight}")
+    if fixture:
+        with open(os.path.join(fixture, "batch.json")) as f:
+            batch = {key: torch.tensor(value) for key, value in json.load(f).items()}
+        with open(os.path.join(fixture, "expected.json")) as f:
+            expected = json.load(f)
+        loss, mlm, nsp, scores, nsp_logits = model.double()(batch["input_ids"], batch["token_type_ids"],
+                                                            batch["attention_mask"], batch["labels"],
+                                                            batch["next_sentence_label"])
+        errors = {"loss": relative_error(loss.item(), expected["loss"]),
+                  "seq_relationship_logits": relative_error(nsp_logits.detach(), expected["seq_relationship_logits"]),
+                  "masked_prediction_logits": relative_error(scores[batch["labels"] != -100].detach(),
+                                                             expected["masked_prediction_logits"])}
+        print(f"{path}: outputs on {fixture}: " + ", ".join(f"{k} rel.err {v:.1e}" for k, v in errors.items()))
+        if max(errors.values()) > 1e-6:
+            sys.exit(f"{path}: outputs differ from {fixture}/expected.json")
 
 
 def relative_error(actual, expected, floor=1e-6):
@@ -533,6 +549,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check-loom-file", help="a Loom-written model.safetensors to load into the twin")
     parser.add_argument("--config", help="its config.json (with --check-loom-file)")
+    parser.add_argument("--fixture", help="with --check-loom-file: a fixture directory whose batch to run and "
+                                          "whose expected.json to match")
     parser.add_argument("--measure", action="store_true",
                         help="print the float32 and bf16-emulated twin's errors against every fixture")
     args = parser.parse_args()
@@ -545,7 +563,7 @@ def main():
                       f"grads {grads:.2e} ({worst})")
         return
     if args.check_loom_file:
-        check_loom_file(args.check_loom_file, args.config)
+        check_loom_file(args.check_loom_file, args.config, args.fixture)
         return
     for seed, (name, (overrides, batch, seq, lengths, hf_extras)) in enumerate(CASES.items()):
         make_case(name, overrides, batch, seq, lengths, hf_extras, 1000 + seed)
