@@ -1,0 +1,144 @@
+// Fused bias + GELU (erf and tanh forms) and tanh, forward and backward.
+//
+// GELU backward recomputes the pre-activation x + bias instead of storing it; the bias gradient
+// is the column sum of dx, reduced per column in row order (independent of the thread count).
+#include <cmath>
+
+#include "argument_checks.hpp"
+#include "column_sums.hpp"
+#include "cpu_backend.hpp"
+#include "float_storage.hpp"
+#include "vector_math.hpp"
+
+namespace loom_cpu {
+namespace {
+
+constexpr float kSqrtHalf = 0.70710678118654752f;     // 1/√2
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;   // 1/√(2π)
+constexpr float kSqrt2OverPi = 0.79788456080286536f;  // √(2/π)
+constexpr float kCubic = 0.044715f;
+
+template <typename S, typename SY>
+void gelu_rows(const S* x, const float* bias, SY* y, int64_t rows, int64_t cols, loom::Gelu variant,
+               int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows * cols > kParallelMinElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    const S* xr = x + r * cols;
+    SY* yr = y + r * cols;
+    if (variant == loom::Gelu::erf) {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
+        store(yr, c, 0.5f * v * (1.0f + erff(v * kSqrtHalf)));
+      }
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
+        store(yr, c, 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kCubic * v * v * v))));
+      }
+    }
+  }
+}
+
+template <typename S>
+void gelu_backward_rows(const float* dy, const S* x, const float* bias, float* dx, int64_t rows, int64_t cols,
+                        loom::Gelu variant, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows * cols > kParallelMinElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    const S* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dxr = dx + r * cols;
+    if (variant == loom::Gelu::erf) {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
+        const float cdf = 0.5f * (1.0f + erff(v * kSqrtHalf));
+        const float pdf = kInvSqrt2Pi * expf(-0.5f * v * v);
+        dxr[c] = dyr[c] * (cdf + v * pdf);
+      }
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
+        const float t = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
+        const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
+        dxr[c] = dyr[c] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
+                                   loom::Gelu variant) {
+  const ArgumentChecks check("bias_gelu_forward");
+  check.tensor("x", x, {DType::f32, DType::bf16});
+  check.tensor("y", y, {DType::f32, DType::bf16});
+  check.same_shape("x", x, "y", y);
+  const int64_t cols = check.columns("x", x);
+  if (check.optional("bias", bias, {DType::f32})) check.shape("bias", bias, {cols});
+  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+  with_float_storage(x.dtype, "bias_gelu_forward", [&](auto xs) {
+    with_float_storage(y.dtype, "bias_gelu_forward", [&](auto ys) {
+      using SX = decltype(xs);
+      using SY = decltype(ys);
+      gelu_rows(static_cast<const SX*>(x.data), b, static_cast<SY*>(y.data), rows, cols, variant, threads_);
+    });
+  });
+}
+
+void CpuBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
+                                    const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) {
+  const ArgumentChecks check("bias_gelu_backward");
+  check.tensor("dy", dy, {DType::f32});
+  check.tensor("x", x, {DType::f32, DType::bf16});
+  check.tensor("dx", dx, {DType::f32});
+  check.same_shape("dy", dy, "x", x);
+  check.same_shape("dy", dy, "dx", dx);
+  const int64_t cols = check.columns("x", x);
+  if (check.optional("bias", bias, {DType::f32})) check.shape("bias", bias, {cols});
+  if (check.optional("dbias", dbias, {DType::f32})) check.shape("dbias", dbias, {cols});
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+  with_float_storage(x.dtype, "bias_gelu_backward", [&](auto xs) {
+    using SX = decltype(xs);
+    gelu_backward_rows(static_cast<const float*>(dy.data), static_cast<const SX*>(x.data), b,
+                       static_cast<float*>(dx.data), rows, cols, variant, threads_);
+  });
+  if (dbias.defined())
+    accumulate_column_sums(static_cast<const float*>(dx.data), rows, cols, 1, static_cast<float*>(dbias.data),
+                           threads_);
+}
+
+void CpuBackend::tanh_forward(const loom::Tensor& x, const loom::Tensor& y) {
+  const ArgumentChecks check("tanh_forward");
+  check.tensor("x", x, {DType::f32});
+  check.tensor("y", y, {DType::f32});
+  check.same_shape("x", x, "y", y);
+  const float* xs = static_cast<const float*>(x.data);
+  float* ys = static_cast<float*>(y.data);
+  const int64_t n = x.numel();
+#pragma omp parallel for simd num_threads(threads_) schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) ys[i] = tanhf(xs[i]);
+}
+
+void CpuBackend::tanh_backward(const loom::Tensor& dy, const loom::Tensor& y, const loom::Tensor& dx) {
+  const ArgumentChecks check("tanh_backward");
+  check.tensor("dy", dy, {DType::f32});
+  check.tensor("y", y, {DType::f32});
+  check.tensor("dx", dx, {DType::f32});
+  check.same_shape("dy", dy, "y", y);
+  check.same_shape("dy", dy, "dx", dx);
+  const float* g = static_cast<const float*>(dy.data);
+  const float* ys = static_cast<const float*>(y.data);
+  float* d = static_cast<float*>(dx.data);
+  const int64_t n = y.numel();
+#pragma omp parallel for simd num_threads(threads_) schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) d[i] = g[i] * (1.0f - ys[i] * ys[i]);
+}
+
+}  // namespace loom_cpu

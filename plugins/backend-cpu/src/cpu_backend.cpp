@@ -1,0 +1,64 @@
+// CpuBackend construction, options and memory (aligned host allocations, plain memcpy copies).
+#include "cpu_backend.hpp"
+
+#include <omp.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "onednn_gemm.hpp"
+
+namespace loom_cpu {
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int count = CPU_COUNT(&set);
+    if (count > 0) return count;
+  }
+  return omp_get_num_procs() > 0 ? omp_get_num_procs() : 1;
+}
+
+namespace {
+int read_threads(loom::ComponentContext& context) {
+  const int cores = available_cores();
+  const auto threads = context.options().get<int64_t>("threads", 0, loom::Range{0, 4096});
+  if (threads > cores)
+    context.log(loom::LogLevel::warn, "threads = " + std::to_string(threads) + " exceeds the " +
+                                          std::to_string(cores) +
+                                          " cores available; expect oversubscription");
+  return threads == 0 ? cores : static_cast<int>(threads);
+}
+}  // namespace
+
+CpuBackend::CpuBackend(loom::ComponentContext& context) : CpuBackend(read_threads(context)) {}
+
+CpuBackend::CpuBackend(int threads)
+    : threads_(threads > 0 ? threads : available_cores()), gemm_(std::make_unique<OneDnnGemm>(threads_)) {}
+
+CpuBackend::~CpuBackend() = default;
+
+void* CpuBackend::allocate(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* data = std::aligned_alloc(kAlignment, rounded);
+  if (data == nullptr) throw std::bad_alloc();
+  return data;
+}
+
+void CpuBackend::deallocate(void* data) {
+  std::free(data);
+}
+
+void CpuBackend::copy_from_host(void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes != 0) std::memcpy(device_dst, host_src, bytes);
+}
+
+void CpuBackend::copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes != 0) std::memcpy(host_dst, device_src, bytes);
+}
+
+}  // namespace loom_cpu

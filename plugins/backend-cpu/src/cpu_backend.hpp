@@ -1,0 +1,98 @@
+// backend/cpu: the Backend op set on the host CPU, fp32 everywhere and bf16 where the SDK allows.
+//
+// Threads: one OpenMP pool — the same runtime Debian's oneDNN is built with (libgomp) — sized by
+// the `threads` option. Our loops run with num_threads(threads) and every oneDNN call runs with
+// omp max threads = threads, so op threads and GEMM threads never oversubscribe the machine.
+// Loops partition work by rows or columns so that every reduction has a fixed order: results do
+// not depend on the thread count except inside oneDNN's GEMM. Each op lives in its own file
+// (layernorm.cpp, softmax.cpp, ...); this class only holds the state they share.
+#pragma once
+
+#include <memory>
+
+#include "loom/sdk/backend.hpp"
+#include "loom/sdk/plugin.hpp"
+
+namespace loom_cpu {
+
+class OneDnnGemm;
+
+class CpuBackend final : public loom::Backend {
+ public:
+  /// Reads option `threads` (default: every core this process may use).
+  explicit CpuBackend(loom::ComponentContext& context);
+  /// Direct construction for tests and benchmarks; threads ≤ 0 means every core.
+  explicit CpuBackend(int threads);
+  ~CpuBackend() override;
+
+  loom::Device device() const override { return loom::Device{}; }
+  int threads() const override { return threads_; }
+  void* allocate(size_t bytes) override;
+  void deallocate(void* data) override;
+  void copy_from_host(void* device_dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* device_src, size_t bytes) override;
+  void synchronize() override {}
+
+  void fill(const loom::Tensor& x, double value) override;
+  void zero(const loom::Tensor& x) override;
+  void copy(const loom::Tensor& src, const loom::Tensor& dst) override;
+  void cast(const loom::Tensor& src, const loom::Tensor& dst) override;
+
+  void gemm(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
+            const loom::Tensor& c, float alpha, float beta) override;
+
+  void bias_add(const loom::Tensor& x, const loom::Tensor& bias) override;
+  void bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) override;
+  void bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
+                         loom::Gelu variant) override;
+  void bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
+                          const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) override;
+  void tanh_forward(const loom::Tensor& x, const loom::Tensor& y) override;
+  void tanh_backward(const loom::Tensor& dy, const loom::Tensor& y, const loom::Tensor& dx) override;
+  void add(const loom::Tensor& a, const loom::Tensor& b, const loom::Tensor& out) override;
+  void axpby(float alpha, const loom::Tensor& x, float beta, const loom::Tensor& y) override;
+
+  void layernorm_forward(const loom::Tensor& x, const loom::Tensor& gamma, const loom::Tensor& beta,
+                         float eps, const loom::Tensor& y, const loom::Tensor& mean,
+                         const loom::Tensor& rstd) override;
+  void layernorm_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& gamma,
+                          const loom::Tensor& mean, const loom::Tensor& rstd, const loom::Tensor& dx,
+                          const loom::Tensor& dgamma, const loom::Tensor& dbeta, bool accumulate_dx) override;
+  void additive_key_mask(const loom::Tensor& attention_mask, const loom::Tensor& out) override;
+  void softmax_forward(const loom::Tensor& scores, const loom::Tensor& key_mask, float scale,
+                       const loom::Tensor& probs) override;
+  void softmax_backward(const loom::Tensor& dprobs, const loom::Tensor& probs, float scale,
+                        const loom::Tensor& dscores) override;
+
+  void dropout_forward(const loom::Tensor& x, const loom::Tensor& y, float p, uint64_t seed,
+                       uint64_t offset) override;
+  void dropout_backward(const loom::Tensor& dy, const loom::Tensor& dx, float p, uint64_t seed,
+                        uint64_t offset) override;
+
+  void embedding_gather(const loom::Tensor& table, const loom::Tensor& ids, const loom::Tensor& out,
+                        bool accumulate) override;
+  void embedding_scatter_add(const loom::Tensor& dout, const loom::Tensor& ids,
+                             const loom::Tensor& dtable) override;
+
+  void cross_entropy(const loom::Tensor& logits, const loom::Tensor& targets, int64_t num_classes,
+                     int64_t ignore_index, float grad_scale, const loom::Tensor& mean_loss,
+                     const loom::Tensor& dlogits, const loom::Tensor& row_loss,
+                     const loom::Tensor& row_correct) override;
+
+  void sum_squares(const loom::Tensor& x, const int64_t* segment_offsets, size_t num_segments,
+                   const loom::Tensor& out) override;
+  void global_norm(const loom::Tensor& x, const loom::Tensor& out) override;
+  void check_finite(const loom::Tensor& x, const loom::Tensor& flag) override;
+
+ private:
+  int threads_;
+  std::unique_ptr<OneDnnGemm> gemm_;
+};
+
+/// Below this many elements an op runs on the calling thread: waking the pool costs more.
+inline constexpr int64_t kParallelMinElements = 16384;
+
+/// Every core this process may run on (sched_getaffinity), at least 1.
+int available_cores();
+
+}  // namespace loom_cpu

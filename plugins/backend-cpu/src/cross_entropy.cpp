@@ -1,0 +1,112 @@
+// Softmax cross-entropy with ignore index over gathered rows, forward and backward in one pass.
+//
+// Rows are independent (parallel); the mean is summed in f64 over fixed chunks of rows in order,
+// so it does not depend on the thread count. dlogits may alias logits: each row is fully read
+// (max, arg-max, Σexp, target logit) before it is overwritten.
+#include <cmath>
+
+#include "argument_checks.hpp"
+#include "cpu_backend.hpp"
+#include "vector_math.hpp"
+
+namespace loom_cpu {
+namespace {
+
+int64_t target_at(const loom::Tensor& targets, int64_t i) {
+  return targets.dtype == DType::i32 ? static_cast<const int32_t*>(targets.data)[i]
+                                     : static_cast<const int64_t*>(targets.data)[i];
+}
+
+}  // namespace
+
+void CpuBackend::cross_entropy(const loom::Tensor& logits, const loom::Tensor& targets, int64_t num_classes,
+                               int64_t ignore_index, float grad_scale, const loom::Tensor& mean_loss,
+                               const loom::Tensor& dlogits, const loom::Tensor& row_loss,
+                               const loom::Tensor& row_correct) {
+  const ArgumentChecks check("cross_entropy");
+  check.tensor("logits", logits, {DType::f32});
+  check.require(logits.ndim == 2, "logits " + logits.describe() + " must be [N, C]");
+  const int64_t rows = logits.shape[0], width = logits.shape[1];
+  check.require(
+      num_classes >= 1 && num_classes <= width,
+      "num_classes " + std::to_string(num_classes) + " must be in [1, " + std::to_string(width) + "]");
+  check.tensor("targets", targets, {DType::i32, DType::i64});
+  check.require(targets.numel() == rows,
+                "targets " + targets.describe() + " needs one target per row (" + std::to_string(rows) + ")");
+  check.tensor("mean_loss", mean_loss, {DType::f32});
+  check.require(mean_loss.numel() == 1, "mean_loss " + mean_loss.describe() + " must hold one element");
+  if (check.optional("dlogits", dlogits, {DType::f32}))
+    check.same_shape("logits", logits, "dlogits", dlogits);
+  if (check.optional("row_loss", row_loss, {DType::f32}))
+    check.require(row_loss.numel() == rows, "row_loss " + row_loss.describe() + " needs one element per row");
+  if (check.optional("row_correct", row_correct, {DType::i32}))
+    check.require(row_correct.numel() == rows,
+                  "row_correct " + row_correct.describe() + " needs one element per row");
+
+  int64_t counted = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t t = target_at(targets, r);
+    if (t == ignore_index) continue;
+    if (t < 0 || t >= num_classes)
+      check.fail("targets[" + std::to_string(r) + "] = " + std::to_string(t) + " is outside [0, " +
+                 std::to_string(num_classes) + ") and is not the ignore index " +
+                 std::to_string(ignore_index));
+    ++counted;
+  }
+  const float row_scale = counted > 0 ? grad_scale / static_cast<float>(counted) : 0.0f;
+
+  constexpr int64_t kMaxChunks = 256;
+  const int64_t chunk_rows = rows > 0 ? (rows + kMaxChunks - 1) / kMaxChunks : 1;
+  const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+  double partial[kMaxChunks] = {};
+  const float* in = static_cast<const float*>(logits.data);
+  float* grad = dlogits.defined() ? static_cast<float*>(dlogits.data) : nullptr;
+  float* losses = row_loss.defined() ? static_cast<float*>(row_loss.data) : nullptr;
+  int32_t* correct = row_correct.defined() ? static_cast<int32_t*>(row_correct.data) : nullptr;
+#pragma omp parallel for num_threads(threads_) schedule(static) if (rows * width > kParallelMinElements)
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const int64_t end = (chunk + 1) * chunk_rows < rows ? (chunk + 1) * chunk_rows : rows;
+    double chunk_sum = 0.0;
+    for (int64_t r = chunk * chunk_rows; r < end; ++r) {
+      const float* row = in + r * width;
+      const int64_t t = target_at(targets, r);
+      if (t == ignore_index) {
+        if (losses != nullptr) losses[r] = 0.0f;
+        if (correct != nullptr) correct[r] = 0;
+        if (grad != nullptr)
+          for (int64_t c = 0; c < width; ++c) grad[r * width + c] = 0.0f;
+        continue;
+      }
+      float max = row[0];
+      int64_t argmax = 0;
+      for (int64_t c = 1; c < num_classes; ++c)
+        if (row[c] > max) {
+          max = row[c];
+          argmax = c;
+        }
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t c = 0; c < num_classes; ++c) sum += expf(row[c] - max);
+      const float log_sum = logf(sum);
+      const float loss = log_sum - (row[t] - max);
+      chunk_sum += loss;
+      if (losses != nullptr) losses[r] = loss;
+      if (correct != nullptr) correct[r] = argmax == t ? 1 : 0;
+      if (grad != nullptr) {
+        float* g = grad + r * width;
+        const float inv_sum = 1.0f / sum;
+#pragma omp simd
+        for (int64_t c = 0; c < num_classes; ++c) g[c] = row_scale * expf(row[c] - max) * inv_sum;
+        g[t] -= row_scale;
+        for (int64_t c = num_classes; c < width; ++c) g[c] = 0.0f;
+      }
+    }
+    partial[chunk] = chunk_sum;
+  }
+  double total = 0.0;
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[chunk];
+  *static_cast<float*>(mean_loss.data) =
+      counted > 0 ? static_cast<float>(total / static_cast<double>(counted)) : 0.0f;
+}
+
+}  // namespace loom_cpu

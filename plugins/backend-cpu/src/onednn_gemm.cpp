@@ -1,0 +1,119 @@
+// oneDNN GEMM paths. fp32 single matrices go to dnnl_sgemm (the fastest fp32 call measured on
+// these machines); strided batches and every bf16 product go to a matmul primitive built once per
+// geometry and cached (primitive creation costs far more than a small GEMM).
+#include "onednn_gemm.hpp"
+
+#include <omp.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <vector>
+
+#include "loom/sdk/error.hpp"
+
+namespace loom_cpu {
+namespace {
+
+/// Sets the calling thread's OpenMP team size for oneDNN, restoring it afterwards.
+class OmpThreadScope {
+ public:
+  explicit OmpThreadScope(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~OmpThreadScope() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+dnnl::memory::data_type onednn_type(loom::DType dtype) {
+  return dtype == loom::DType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
+
+uint32_t float_bits(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+/// Dims and strides of one operand for oneDNN; a 0 batch stride becomes a broadcast dim of 1.
+dnnl::memory::desc operand_desc(const GemmProblem& p, int64_t rows, int64_t cols, const int64_t* strides,
+                                loom::DType dtype) {
+  const int nd = p.batch_dims + 2;
+  dnnl::memory::dims dims(nd), stride(nd);
+  for (int d = 0; d < p.batch_dims; ++d) {
+    dims[d] = strides[d] == 0 ? 1 : p.batch[d];
+    stride[d] = strides[d] == 0 ? rows * cols : strides[d];
+  }
+  dims[nd - 2] = rows;
+  dims[nd - 1] = cols;
+  stride[nd - 2] = strides[nd - 2];
+  stride[nd - 1] = strides[nd - 1];
+  return dnnl::memory::desc(dims, onednn_type(dtype), stride);
+}
+
+}  // namespace
+
+struct OneDnnGemm::State {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::mutex mutex;
+  std::map<std::vector<int64_t>, dnnl::matmul> cache;
+};
+
+OneDnnGemm::OneDnnGemm(int threads) : state_(std::make_unique<State>()), threads_(threads) {}
+OneDnnGemm::~OneDnnGemm() = default;
+
+void OneDnnGemm::run(const GemmProblem& p) {
+  if (p.m == 0 || p.n == 0) return;
+  OmpThreadScope scope(threads_);
+  const bool single = p.batch_dims == 0 || (p.batch[0] * p.batch[1] == 1);
+  if (single && p.input_dtype == loom::DType::f32 && p.output_dtype == loom::DType::f32) {
+    const dnnl_status_t status =
+        dnnl_sgemm(p.transpose_a ? 'T' : 'N', p.transpose_b ? 'T' : 'N', p.m, p.n, p.k, p.alpha,
+                   static_cast<const float*>(p.a), p.lda, static_cast<const float*>(p.b), p.ldb, p.beta,
+                   static_cast<float*>(p.c), p.ldc);
+    if (status != dnnl_success)
+      throw loom::Error("gemm: dnnl_sgemm failed with status " + std::to_string(status));
+    return;
+  }
+  const int nd = p.batch_dims + 2;
+  std::vector<int64_t> key;
+  key.reserve(8 + 6 * nd);
+  key.insert(key.end(), {nd, p.m, p.n, p.k, p.batch[0], p.batch[1], static_cast<int64_t>(p.input_dtype),
+                         static_cast<int64_t>(p.output_dtype), float_bits(p.alpha), float_bits(p.beta)});
+  key.insert(key.end(), p.a_strides, p.a_strides + nd);
+  key.insert(key.end(), p.b_strides, p.b_strides + nd);
+  key.insert(key.end(), p.c_strides, p.c_strides + nd);
+
+  const dnnl::memory::desc a_md = operand_desc(p, p.m, p.k, p.a_strides, p.input_dtype);
+  const dnnl::memory::desc b_md = operand_desc(p, p.k, p.n, p.b_strides, p.input_dtype);
+  const dnnl::memory::desc c_md = operand_desc(p, p.m, p.n, p.c_strides, p.output_dtype);
+  dnnl::matmul primitive;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    auto found = state_->cache.find(key);
+    if (found == state_->cache.end()) {
+      dnnl::primitive_attr attr;
+      if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
+      if (p.beta != 0.0f) {
+        dnnl::post_ops ops;
+        ops.append_sum(p.beta);
+        attr.set_post_ops(ops);
+      }
+      const dnnl::matmul::desc desc(a_md, b_md, c_md);
+      const dnnl::matmul::primitive_desc pd(desc, attr, state_->engine);
+      found = state_->cache.emplace(std::move(key), dnnl::matmul(pd)).first;
+    }
+    primitive = found->second;
+  }
+  dnnl::memory a_mem(a_md, state_->engine, const_cast<void*>(p.a));
+  dnnl::memory b_mem(b_md, state_->engine, const_cast<void*>(p.b));
+  dnnl::memory c_mem(c_md, state_->engine, p.c);
+  primitive.execute(state_->stream,
+                    {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  state_->stream.wait();
+}
+
+}  // namespace loom_cpu

@@ -1,0 +1,45 @@
+// GEMM through oneDNN: dnnl_sgemm for plain fp32 matrices, cached matmul primitives for strided
+// batches and bf16 (AMX on Sapphire Rapids). docs/decisions/gemm-library.md has the measurements.
+#pragma once
+
+#include <memory>
+
+#include "loom/sdk/tensor.hpp"
+
+namespace loom_cpu {
+
+/// One validated GEMM: c = alpha·op(a)·op(b) + beta·c, with the matrix geometry of each operand.
+struct GemmProblem {
+  int batch_dims = 0;         ///< 0, 1 or 2 leading batch dimensions
+  int64_t batch[2] = {1, 1};  ///< their extents
+  int64_t m = 0, n = 0, k = 0;
+  /// Element strides of op(a) [batch.., M, K], op(b) [batch.., K, N] and c [batch.., M, N]
+  /// (transposes folded in; a batch stride of 0 broadcasts).
+  int64_t a_strides[4] = {}, b_strides[4] = {}, c_strides[4] = {};
+  bool transpose_a = false, transpose_b = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;  ///< row strides of the stored matrices
+  loom::DType input_dtype = loom::DType::f32;
+  loom::DType output_dtype = loom::DType::f32;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+class OneDnnGemm {
+ public:
+  explicit OneDnnGemm(int threads);
+  ~OneDnnGemm();
+  OneDnnGemm(const OneDnnGemm&) = delete;
+  OneDnnGemm& operator=(const OneDnnGemm&) = delete;
+
+  /// Runs `problem` with this object's thread count; matmul primitives are cached by geometry.
+  void run(const GemmProblem& problem);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  int threads_;
+};
+
+}  // namespace loom_cpu

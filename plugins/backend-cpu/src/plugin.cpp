@@ -1,0 +1,8 @@
+// The backend-cpu plugin: component backend/cpu.
+#include "loom/sdk/plugin.hpp"
+
+#include "cpu_backend.hpp"
+
+LOOM_PLUGIN("backend-cpu", "0.1.0", "Compute backend on the host CPU (oneDNN GEMM, OpenMP ops)",
+            loom::component<loom::Backend, loom_cpu::CpuBackend>(
+                "cpu", "0.1.0", "fp32 + bf16 ops on the CPU; threads option"))

@@ -1,0 +1,93 @@
+// Sums of squares per segment, the global norm, and the non-finite check.
+//
+// Sums run in f64 over fixed chunks whose partial sums are added in order: the result does not
+// depend on the thread count (LAMB trust ratios and gradient clipping stay reproducible).
+#include <cmath>
+
+#include "argument_checks.hpp"
+#include "cpu_backend.hpp"
+#include "float_storage.hpp"
+
+namespace loom_cpu {
+namespace {
+
+/// Σ x[i]² over [begin, end) in f64, deterministic for any thread count.
+double sum_of_squares(const float* x, int64_t begin, int64_t end, int threads) {
+  constexpr int64_t kMaxChunks = 256;
+  constexpr int64_t kMinChunk = 16384;
+  const int64_t n = end - begin;
+  if (n <= 0) return 0.0;
+  int64_t chunk = (n + kMaxChunks - 1) / kMaxChunks;
+  if (chunk < kMinChunk) chunk = kMinChunk;
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  double partial[kMaxChunks] = {};
+#pragma omp parallel for num_threads(threads) schedule(static) if (chunks > 1)
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t lo = begin + k * chunk, hi = lo + chunk < end ? lo + chunk : end;
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = lo; i < hi; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    partial[k] = sum;
+  }
+  double total = 0.0;
+  for (int64_t k = 0; k < chunks; ++k) total += partial[k];
+  return total;
+}
+
+template <typename S>
+bool all_finite(const S* x, int64_t n, int threads) {
+  int bad = 0;
+#pragma omp parallel for simd num_threads(threads) schedule(static) reduction(| : bad) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = load(x, i);
+    bad |= (v - v != 0.0f) ? 1 : 0;  // NaN and ±inf give NaN
+  }
+  return bad == 0;
+}
+
+}  // namespace
+
+void CpuBackend::sum_squares(const loom::Tensor& x, const int64_t* segment_offsets, size_t num_segments,
+                             const loom::Tensor& out) {
+  const ArgumentChecks check("sum_squares");
+  check.tensor("x", x, {DType::f32});
+  check.tensor("out", out, {DType::f32});
+  check.require(segment_offsets != nullptr, "segment_offsets is null");
+  check.require(
+      out.numel() == static_cast<int64_t>(num_segments),
+      "out " + out.describe() + " needs one element per segment (" + std::to_string(num_segments) + ")");
+  const int64_t n = x.numel();
+  for (size_t s = 0; s < num_segments; ++s)
+    check.require(segment_offsets[s] >= 0 && segment_offsets[s] <= segment_offsets[s + 1] &&
+                      segment_offsets[s + 1] <= n,
+                  "segment " + std::to_string(s) + " [" + std::to_string(segment_offsets[s]) + ", " +
+                      std::to_string(segment_offsets[s + 1]) + ") is not an increasing range inside x (" +
+                      std::to_string(n) + " elements)");
+  const float* xs = static_cast<const float*>(x.data);
+  float* o = static_cast<float*>(out.data);
+  for (size_t s = 0; s < num_segments; ++s)
+    o[s] = static_cast<float>(sum_of_squares(xs, segment_offsets[s], segment_offsets[s + 1], threads_));
+}
+
+void CpuBackend::global_norm(const loom::Tensor& x, const loom::Tensor& out) {
+  const ArgumentChecks check("global_norm");
+  check.tensor("x", x, {DType::f32});
+  check.tensor("out", out, {DType::f32});
+  check.require(out.numel() == 1, "out " + out.describe() + " must hold one element");
+  *static_cast<float*>(out.data) = static_cast<float>(
+      std::sqrt(sum_of_squares(static_cast<const float*>(x.data), 0, x.numel(), threads_)));
+}
+
+void CpuBackend::check_finite(const loom::Tensor& x, const loom::Tensor& flag) {
+  const ArgumentChecks check("check_finite");
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("flag", flag, {DType::i32});
+  check.require(flag.numel() == 1, "flag " + flag.describe() + " must hold one element");
+  bool finite = true;
+  with_any_float_storage(x.dtype, "check_finite", [&](auto t) {
+    finite = all_finite(static_cast<const decltype(t)*>(x.data), x.numel(), threads_);
+  });
+  if (!finite) *static_cast<int32_t*>(flag.data) = 1;
+}
+
+}  // namespace loom_cpu

@@ -1,0 +1,129 @@
+// Attention softmax: forward with scale and additive key mask, backward; and the mask itself.
+//
+// One row per (batch, head, query). The forward makes three passes over a row (max, Σexp,
+// write) and recomputes exp rather than storing an unnormalised value, so a bf16 output is
+// rounded once and probs may alias scores.
+#include <algorithm>
+#include <cmath>
+
+#include "argument_checks.hpp"
+#include "cpu_backend.hpp"
+#include "float_storage.hpp"
+#include "vector_math.hpp"
+
+namespace loom_cpu {
+namespace {
+
+template <typename SI, typename SO>
+void softmax_rows(const SI* scores, const float* mask, float scale, SO* probs, int64_t rows, int64_t cols,
+                  int64_t rows_per_batch, int threads) {
+  static const float kZeros[1] = {0.0f};
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows * cols > kParallelMinElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    const SI* in = scores + r * cols;
+    SO* out = probs + r * cols;
+    const float* m = mask != nullptr ? mask + (r / rows_per_batch) * cols : kZeros;
+    const int64_t m_stride = mask != nullptr ? 1 : 0;
+    float max = -INFINITY;
+#pragma omp simd reduction(max : max)
+    for (int64_t c = 0; c < cols; ++c) max = std::max(max, scale * load(in, c) + m[c * m_stride]);
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t c = 0; c < cols; ++c) sum += expf(scale * load(in, c) + m[c * m_stride] - max);
+    const float inv = 1.0f / sum;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) store(out, c, expf(scale * load(in, c) + m[c * m_stride] - max) * inv);
+  }
+}
+
+template <typename SP>
+void softmax_backward_rows(const float* dprobs, const SP* probs, float scale, float* dscores, int64_t rows,
+                           int64_t cols, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows * cols > kParallelMinElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* dp = dprobs + r * cols;
+    const SP* p = probs + r * cols;
+    float* ds = dscores + r * cols;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t c = 0; c < cols; ++c) dot += dp[c] * load(p, c);
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) ds[c] = scale * load(p, c) * (dp[c] - dot);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::additive_key_mask(const loom::Tensor& attention_mask, const loom::Tensor& out) {
+  const ArgumentChecks check("additive_key_mask");
+  check.tensor("attention_mask", attention_mask, {DType::i32, DType::i64, DType::f32});
+  check.tensor("out", out, {DType::f32});
+  check.same_shape("attention_mask", attention_mask, "out", out);
+  float* o = static_cast<float*>(out.data);
+  const int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    bool attend = false;
+    switch (attention_mask.dtype) {
+      case DType::i32:
+        attend = static_cast<const int32_t*>(attention_mask.data)[i] != 0;
+        break;
+      case DType::i64:
+        attend = static_cast<const int64_t*>(attention_mask.data)[i] != 0;
+        break;
+      default:
+        attend = static_cast<const float*>(attention_mask.data)[i] != 0.0f;
+        break;
+    }
+    o[i] = attend ? 0.0f : loom::kMaskedKey;
+  }
+}
+
+void CpuBackend::softmax_forward(const loom::Tensor& scores, const loom::Tensor& key_mask, float scale,
+                                 const loom::Tensor& probs) {
+  const ArgumentChecks check("softmax_forward");
+  check.tensor("scores", scores, {DType::f32, DType::bf16});
+  check.tensor("probs", probs, {DType::f32, DType::bf16});
+  check.same_shape("scores", scores, "probs", probs);
+  check.require(scores.data != probs.data || scores.dtype == probs.dtype,
+                "probs may alias scores only with the same dtype");
+  const int64_t cols = check.columns("scores", scores);
+  if (cols == 0) return;
+  const int64_t rows = scores.numel() / cols;
+  int64_t rows_per_batch = rows;
+  if (check.optional("key_mask", key_mask, {DType::f32})) {
+    check.require(scores.ndim == 4,
+                  "with a key_mask, scores must be [B, H, Tq, Tk], got " + scores.describe());
+    check.shape("key_mask", key_mask, {scores.shape[0], cols});
+    rows_per_batch = scores.shape[1] * scores.shape[2];
+    if (rows_per_batch == 0) return;
+  }
+  const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
+  with_float_storage(scores.dtype, "softmax_forward", [&](auto st) {
+    with_float_storage(probs.dtype, "softmax_forward", [&](auto pt) {
+      using SI = decltype(st);
+      using SO = decltype(pt);
+      softmax_rows(static_cast<const SI*>(scores.data), mask, scale, static_cast<SO*>(probs.data), rows, cols,
+                   rows_per_batch, threads_);
+    });
+  });
+}
+
+void CpuBackend::softmax_backward(const loom::Tensor& dprobs, const loom::Tensor& probs, float scale,
+                                  const loom::Tensor& dscores) {
+  const ArgumentChecks check("softmax_backward");
+  check.tensor("dprobs", dprobs, {DType::f32});
+  check.tensor("probs", probs, {DType::f32, DType::bf16});
+  check.tensor("dscores", dscores, {DType::f32});
+  check.same_shape("dprobs", dprobs, "probs", probs);
+  check.same_shape("dprobs", dprobs, "dscores", dscores);
+  const int64_t cols = check.columns("probs", probs);
+  if (cols == 0) return;
+  const int64_t rows = probs.numel() / cols;
+  with_float_storage(probs.dtype, "softmax_backward", [&](auto pt) {
+    using SP = decltype(pt);
+    softmax_backward_rows(static_cast<const float*>(dprobs.data), static_cast<const SP*>(probs.data), scale,
+                          static_cast<float*>(dscores.data), rows, cols, threads_);
+  });
+}
+
+}  // namespace loom_cpu

@@ -1,0 +1,105 @@
+// Shared pieces of the backend-cpu op tests: views of std::vectors, seeded random data,
+// double-precision finite differences and a closeness check that reports the worst element.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu_backend.hpp"
+#include "loom/sdk/tensor.hpp"
+
+namespace loom_cpu_test {
+
+/// A contiguous CPU view of `v` with `shape` (the vector must hold exactly numel elements).
+template <typename T>
+loom::Tensor view(std::vector<T>& v, std::initializer_list<int64_t> shape) {
+  loom::Tensor t = loom::Tensor::contiguous(v.data(), loom::dtype_of<T>(), shape);
+  EXPECT_EQ(static_cast<size_t>(t.numel()), v.size()) << "test bug: view shape does not match the vector";
+  return t;
+}
+
+/// `n` uniform values in [lo, hi), reproducible for a given seed.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(engine);
+  return v;
+}
+
+inline std::vector<double> to_double(const std::vector<float>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+/// Central-difference gradient of `f` at `x` (all in double precision).
+inline std::vector<double> numeric_gradient(const std::function<double(const std::vector<double>&)>& f,
+                                            std::vector<double> x, double h = 1e-6) {
+  std::vector<double> grad(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double saved = x[i];
+    x[i] = saved + h;
+    const double up = f(x);
+    x[i] = saved - h;
+    const double down = f(x);
+    x[i] = saved;
+    grad[i] = (up - down) / (2 * h);
+  }
+  return grad;
+}
+
+/// Σ w·y: the scalar whose gradient w.r.t. y is w (how every backward test seeds dy).
+inline double weighted_sum(const std::vector<double>& y, const std::vector<float>& w) {
+  double s = 0;
+  for (size_t i = 0; i < y.size(); ++i) s += y[i] * w[i];
+  return s;
+}
+
+/// Expects |actual − expected| ≤ atol + rtol·|expected| everywhere; reports the worst element.
+template <typename A, typename E>
+void expect_close(const std::vector<A>& actual, const std::vector<E>& expected, double rtol, double atol,
+                  const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  double worst = 0;
+  size_t worst_index = 0;
+  bool ok = true;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double a = static_cast<double>(actual[i]), e = static_cast<double>(expected[i]);
+    const double excess = std::abs(a - e) - (atol + rtol * std::abs(e));
+    if (!(excess <= 0)) ok = false;
+    if (!(excess <= worst)) {
+      worst = std::isnan(excess) ? INFINITY : excess;
+      worst_index = i;
+    }
+  }
+  EXPECT_TRUE(ok) << what << ": element " << worst_index << " is " << static_cast<double>(actual[worst_index])
+                  << ", expected " << static_cast<double>(expected[worst_index]) << " (rtol " << rtol
+                  << ", atol " << atol << ")";
+}
+
+/// bf16 copies of f32 values (round to nearest even).
+inline std::vector<loom::BFloat16> to_bf16(const std::vector<float>& v) {
+  std::vector<loom::BFloat16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_bf16(v[i]);
+  return out;
+}
+
+/// f32 values of bf16 data.
+inline std::vector<float> from_bf16(const std::vector<loom::BFloat16>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_f32(v[i]);
+  return out;
+}
+
+/// The backend most tests use: two threads, so parallel paths run even on small shapes.
+inline loom_cpu::CpuBackend& backend() {
+  static loom_cpu::CpuBackend instance(2);
+  return instance;
+}
+
+}  // namespace loom_cpu_test
