@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu_backend.hpp"
+#include "throughput_counters.hpp"
 
 namespace {
 
@@ -19,9 +20,8 @@ loom_cpu::CpuBackend& backend() {
   return instance;
 }
 
-void set_flops(benchmark::State& state, double flops_per_call) {
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      flops_per_call * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+void set_flops(benchmark::State& state, const loom_bench::Throughput& clock, double flops_per_call) {
+  clock.report(state, "GFLOP", flops_per_call / 1e9);
 }
 
 template <typename T>
@@ -49,8 +49,9 @@ void BM_BackendGemm(benchmark::State& state) {
   const loom::Tensor bv = transpose_b ? loom::Tensor::contiguous(b.data(), dtype, {n, k})
                                       : loom::Tensor::contiguous(b.data(), dtype, {k, n});
   const loom::Tensor cv = loom::Tensor::contiguous(c.data(), loom::DType::f32, {m, n});
+  const loom_bench::Throughput clock;
   for (auto _ : state) backend().gemm(av, false, bv, transpose_b, cv, 1.0f, 0.0f);
-  set_flops(state, 2.0 * m * n * k);
+  set_flops(state, clock, 2.0 * m * n * k);
 }
 
 /// oneDNN matmul with plain row-major operands (dt = f32 or bf16), or with the weights
@@ -71,11 +72,12 @@ void BM_OneDnnMatmul(benchmark::State& state) {
   dnnl::memory b(pd.weights_desc(), engine);
   dnnl::reorder(b_src, b).execute(stream, b_src, b);
   const dnnl::matmul primitive(pd);
+  const loom_bench::Throughput clock;
   for (auto _ : state) {
     primitive.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     stream.wait();
   }
-  set_flops(state, 2.0 * m * n * k);
+  set_flops(state, clock, 2.0 * m * n * k);
 }
 
 /// Attention scores for B = 32 sequences, 12 heads, T = 128, D = 64 on per-head views of a fused
@@ -89,8 +91,9 @@ void BM_AttentionScores(benchmark::State& state) {
   const loom::Tensor q = fused.select(2, 0).permute({0, 2, 1, 3}),
                      k = fused.select(2, 1).permute({0, 2, 1, 3});
   const loom::Tensor s = loom::Tensor::contiguous(scores.data(), loom::DType::f32, {B, H, T, T});
+  const loom_bench::Throughput clock;
   for (auto _ : state) backend().gemm(q, false, k, true, s, 0.125f, 0.0f);
-  set_flops(state, 2.0 * B * H * T * T * D);
+  set_flops(state, clock, 2.0 * B * H * T * T * D);
 }
 
 void gemm_shapes(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> extra) {

@@ -78,12 +78,10 @@ void CpuBackend::cross_entropy(const loom::Tensor& logits, const loom::Tensor& t
         continue;
       }
       float max = row[0];
-      int64_t argmax = 0;
-      for (int64_t c = 1; c < num_classes; ++c)
-        if (row[c] > max) {
-          max = row[c];
-          argmax = c;
-        }
+#pragma omp simd reduction(max : max)
+      for (int64_t c = 1; c < num_classes; ++c) max = row[c] > max ? row[c] : max;
+      int64_t argmax = 0;  // the first column holding the maximum
+      while (argmax + 1 < num_classes && row[argmax] != max) ++argmax;
       float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
       for (int64_t c = 0; c < num_classes; ++c) sum += expf(row[c] - max);

@@ -82,6 +82,41 @@ TEST(Gemm, StridedBatchOverPerHeadViewsOfFusedQkv) {
   expect_close(scores, expected, 1e-5, 1e-5, "per-head scores");
 }
 
+TEST(Gemm, AttentionContextAndGradientsIntoStridedOutputViews) {
+  // ctx[b, t, h, :] = Σ_j P[b, h, t, j]·V[b, j, h, :], written straight into a [B, T, H, D] buffer;
+  // dK[b, j, h, :] = Σ_t dS[b, h, t, j]·Q[b, t, h, :] written into a per-head view of dQKV.
+  const int64_t B = 2, T = 6, H = 3, D = 4;
+  auto qkv = random_floats(B * T * 3 * H * D, 14), probs = random_floats(B * H * T * T, 15);
+  std::vector<float> ctx(B * T * H * D), dqkv(qkv.size(), 0.0f);
+  const Tensor fused = view(qkv, {B, T, 3, H, D});
+  const Tensor v = fused.select(2, 2).permute({0, 2, 1, 3}), q = fused.select(2, 0).permute({0, 2, 1, 3});
+  backend().gemm(view(probs, {B, H, T, T}), false, v, false, view(ctx, {B, T, H, D}).permute({0, 2, 1, 3}), 1, 0);
+  const Tensor dk = view(dqkv, {B, T, 3, H, D}).select(2, 1).permute({0, 2, 1, 3});
+  backend().gemm(view(probs, {B, H, T, T}), true, q, false, dk, 1, 0);
+  std::vector<double> ctx_expected(ctx.size()), dqkv_expected(dqkv.size(), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < D; ++d) {
+          double c = 0, g = 0;
+          for (int64_t j = 0; j < T; ++j) {
+            c += double(probs[((b * H + h) * T + t) * T + j]) * qkv[(((b * T + j) * 3 + 2) * H + h) * D + d];
+            g += double(probs[((b * H + h) * T + j) * T + t]) * qkv[(((b * T + j) * 3 + 0) * H + h) * D + d];
+          }
+          ctx_expected[((b * T + t) * H + h) * D + d] = c;
+          dqkv_expected[(((b * T + t) * 3 + 1) * H + h) * D + d] = g;
+        }
+  expect_close(ctx, ctx_expected, 1e-5, 1e-5, "ctx in [B, T, H, D]");
+  expect_close(dqkv, dqkv_expected, 1e-5, 1e-5, "dK in the K slot of dQKV, Q and V slots untouched");
+  // bf16 operands, same views.
+  auto qkv16 = to_bf16(qkv), probs16 = to_bf16(probs);
+  std::vector<float> ctx16(ctx.size());
+  const Tensor v16 = view(qkv16, {B, T, 3, H, D}).select(2, 2).permute({0, 2, 1, 3});
+  backend().gemm(view(probs16, {B, H, T, T}), false, v16, false, view(ctx16, {B, T, H, D}).permute({0, 2, 1, 3}), 1,
+                 0);
+  expect_close(ctx16, ctx_expected, 0.0, 0.05, "bf16 ctx");
+}
+
 TEST(Gemm, BatchStrideZeroBroadcastsAnOperand) {
   const int64_t batch = 3, m = 4, k = 6, n = 5;
   auto a = random_floats(batch * m * k, 7), w = random_floats(k * n, 8);
