@@ -51,7 +51,8 @@ struct OptimizerStateTensor {
 /// Inputs of one optimizer step.
 struct OptimizerStepArgs {
   double lr;          ///< learning rate of this step (from the schedule)
-  double grad_scale;  ///< gradients are multiplied by this before use: 1 / loss scale (1 when unscaled)
+  double grad_scale;  ///< gradients are multiplied by this before use: 1 / loss scale (1 when unscaled);
+                      ///< a trainer that sums k micro-batches may fold in 1/k here (no extra pass)
 };
 
 /// What one optimizer step did.
