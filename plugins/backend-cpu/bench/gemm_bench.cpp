@@ -16,7 +16,7 @@ const std::vector<std::vector<int64_t>> kShapes = {
     {128, 384}, {256, 1024}, {512, 2048}, {768, 3072}, {768, 30522}};
 
 loom_cpu::CpuBackend& backend() {
-  static loom_cpu::CpuBackend instance(0);
+  static loom_cpu::CpuBackend instance(loom_bench::threads_from_environment());
   return instance;
 }
 

@@ -15,7 +15,7 @@ using loom::Tensor;
 constexpr int64_t kTokens = 4096, kHidden = 768, kFfn = 3072, kBatch = 32, kHeads = 12, kSeq = 128;
 
 loom_cpu::CpuBackend& backend() {
-  static loom_cpu::CpuBackend instance(0);
+  static loom_cpu::CpuBackend instance(loom_bench::threads_from_environment());
   return instance;
 }
 

@@ -8,7 +8,16 @@
 #include <benchmark/benchmark.h>
 #include <time.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace loom_bench {
+
+/// Threads for the benchmarked backend: $LOOM_BENCH_THREADS, or 0 (every core).
+inline int threads_from_environment() {
+  const char* value = std::getenv("LOOM_BENCH_THREADS");
+  return value != nullptr ? std::atoi(value) : 0;
+}
 
 inline double process_cpu_seconds() {
   timespec t{};

@@ -1,10 +1,11 @@
 // Attention softmax: forward with scale and additive key mask, backward; and the mask itself.
 //
 // One row per (batch, head, query). The forward makes three passes over a row (max, Σexp,
-// write) and recomputes exp rather than storing an unnormalised value, so a bf16 output is
-// rounded once and probs may alias scores.
+// normalise); an f32 output holds exp between the last two, a bf16 output recomputes exp so it
+// is rounded once. probs may alias scores: each element is read before it is written.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "argument_checks.hpp"
 #include "cpu_backend.hpp"
@@ -28,11 +29,26 @@ void softmax_rows(const SI* scores, const float* mask, float scale, SO* probs, i
 #pragma omp simd reduction(max : max)
     for (int64_t c = 0; c < cols; ++c) max = std::max(max, scale * load(in, c) + m[c * m_stride]);
     float sum = 0.0f;
+    if constexpr (std::is_same_v<SO, float>) {
+      // f32 output: keep exp in the output row, then normalise (one exp per element).
 #pragma omp simd reduction(+ : sum)
-    for (int64_t c = 0; c < cols; ++c) sum += expf(scale * load(in, c) + m[c * m_stride] - max);
-    const float inv = 1.0f / sum;
+      for (int64_t c = 0; c < cols; ++c) {
+        const float e = expf(scale * load(in, c) + m[c * m_stride] - max);
+        out[c] = e;
+        sum += e;
+      }
+      const float inv = 1.0f / sum;
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) store(out, c, expf(scale * load(in, c) + m[c * m_stride] - max) * inv);
+      for (int64_t c = 0; c < cols; ++c) out[c] *= inv;
+    } else {
+      // bf16 output: recompute exp so the stored value is rounded once.
+#pragma omp simd reduction(+ : sum)
+      for (int64_t c = 0; c < cols; ++c) sum += expf(scale * load(in, c) + m[c * m_stride] - max);
+      const float inv = 1.0f / sum;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c)
+        store(out, c, expf(scale * load(in, c) + m[c * m_stride] - max) * inv);
+    }
   }
 }
 

@@ -149,8 +149,14 @@ void CpuBackend::cast(const loom::Tensor& src, const loom::Tensor& dst) {
       using D = decltype(d_tag);
       const S* s = static_cast<const S*>(src.data);
       D* d = static_cast<D*>(dst.data);
-#pragma omp parallel for simd num_threads(threads_) schedule(static) if (n > 65536)
-      for (int64_t i = 0; i < n; ++i) store(d, i, load(s, i));
+      const int64_t chunks = (n + kParallelMinElements - 1) / kParallelMinElements;
+#pragma omp parallel for num_threads(threads_) schedule(static) if (chunks > 1)
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const int64_t begin = chunk * kParallelMinElements;
+        const int64_t end = begin + kParallelMinElements < n ? begin + kParallelMinElements : n;
+#pragma omp simd
+        for (int64_t i = begin; i < end; ++i) store(d, i, load(s, i));
+      }
     });
   });
 }

@@ -39,9 +39,11 @@ inline float f32_from_bits(uint32_t bits) noexcept {
 
 /// f32 → bf16, round to nearest even; NaN stays a (quiet) NaN.
 inline uint16_t f32_to_bf16_bits(float value) noexcept {
+  // Branch-free (a select), so loops calling it vectorise.
   const uint32_t bits = f32_bits(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (bits >> 16) | 0x0040u;
+  return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
 /// bf16 → f32, exact.
