@@ -1,16 +1,18 @@
 // oneDNN GEMM paths. fp32 single matrices go to dnnl_sgemm (the fastest fp32 call measured on
 // these machines); strided batches and every bf16 product go to a matmul primitive built once per
-// geometry and cached (primitive creation costs far more than a small GEMM).
+// geometry and cached with its memory objects (primitive creation costs far more than a small
+// GEMM), so a steady-state call allocates nothing of ours.
 #include "onednn_gemm.hpp"
 
 #include <omp.h>
 
+#include <array>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
-#include <vector>
+#include <unordered_map>
 
 #include "loom/sdk/error.hpp"
 
@@ -55,11 +57,21 @@ dnnl::memory::desc operand_desc(const GemmProblem& p, int64_t rows, int64_t cols
 
 }  // namespace
 
+/// A cached matmul with its memory objects; each call only swaps the data pointers in.
+struct CachedMatmul {
+  dnnl::matmul primitive;
+  dnnl::memory a, b, c;
+  std::unordered_map<int, dnnl::memory> args;  // handles sharing a, b, c: built once
+};
+
+/// Everything that selects a primitive: geometry, dtypes, strides, alpha and beta.
+using GeometryKey = std::array<int64_t, 10 + 3 * 4>;
+
 struct OneDnnGemm::State {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mutex;
-  std::map<std::vector<int64_t>, dnnl::matmul> cache;
+  std::map<GeometryKey, CachedMatmul> cache;
 };
 
 OneDnnGemm::OneDnnGemm(int threads) : state_(std::make_unique<State>()), threads_(threads) {}
@@ -79,40 +91,43 @@ void OneDnnGemm::run(const GemmProblem& p) {
     return;
   }
   const int nd = p.batch_dims + 2;
-  std::vector<int64_t> key;
-  key.reserve(8 + 6 * nd);
-  key.insert(key.end(), {nd, p.m, p.n, p.k, p.batch[0], p.batch[1], static_cast<int64_t>(p.input_dtype),
-                         static_cast<int64_t>(p.output_dtype), float_bits(p.alpha), float_bits(p.beta)});
-  key.insert(key.end(), p.a_strides, p.a_strides + nd);
-  key.insert(key.end(), p.b_strides, p.b_strides + nd);
-  key.insert(key.end(), p.c_strides, p.c_strides + nd);
+  GeometryKey key{};
+  int64_t* k = key.data();
+  for (int64_t v : {static_cast<int64_t>(nd), p.m, p.n, p.k, p.batch[0], p.batch[1],
+                    static_cast<int64_t>(p.input_dtype), static_cast<int64_t>(p.output_dtype),
+                    static_cast<int64_t>(float_bits(p.alpha)), static_cast<int64_t>(float_bits(p.beta))})
+    *k++ = v;
+  for (const int64_t* strides : {p.a_strides, p.b_strides, p.c_strides})
+    for (int d = 0; d < 4; ++d) *k++ = d < nd ? strides[d] : 0;
 
-  const dnnl::memory::desc a_md = operand_desc(p, p.m, p.k, p.a_strides, p.input_dtype);
-  const dnnl::memory::desc b_md = operand_desc(p, p.k, p.n, p.b_strides, p.input_dtype);
-  const dnnl::memory::desc c_md = operand_desc(p, p.m, p.n, p.c_strides, p.output_dtype);
-  dnnl::matmul primitive;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    auto found = state_->cache.find(key);
-    if (found == state_->cache.end()) {
-      dnnl::primitive_attr attr;
-      if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
-      if (p.beta != 0.0f) {
-        dnnl::post_ops ops;
-        ops.append_sum(p.beta);
-        attr.set_post_ops(ops);
-      }
-      const dnnl::matmul::desc desc(a_md, b_md, c_md);
-      const dnnl::matmul::primitive_desc pd(desc, attr, state_->engine);
-      found = state_->cache.emplace(std::move(key), dnnl::matmul(pd)).first;
+  // The lock also covers execution: the cached memory objects are shared by every call.
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  auto found = state_->cache.find(key);
+  if (found == state_->cache.end()) {
+    const dnnl::memory::desc a_md = operand_desc(p, p.m, p.k, p.a_strides, p.input_dtype);
+    const dnnl::memory::desc b_md = operand_desc(p, p.k, p.n, p.b_strides, p.input_dtype);
+    const dnnl::memory::desc c_md = operand_desc(p, p.m, p.n, p.c_strides, p.output_dtype);
+    dnnl::primitive_attr attr;
+    if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
+    if (p.beta != 0.0f) {
+      dnnl::post_ops ops;
+      ops.append_sum(p.beta);
+      attr.set_post_ops(ops);
     }
-    primitive = found->second;
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, state_->engine);
+    CachedMatmul entry{dnnl::matmul(pd),
+                       dnnl::memory(a_md, state_->engine, DNNL_MEMORY_NONE),
+                       dnnl::memory(b_md, state_->engine, DNNL_MEMORY_NONE),
+                       dnnl::memory(c_md, state_->engine, DNNL_MEMORY_NONE),
+                       {}};
+    entry.args = {{DNNL_ARG_SRC, entry.a}, {DNNL_ARG_WEIGHTS, entry.b}, {DNNL_ARG_DST, entry.c}};
+    found = state_->cache.emplace(key, std::move(entry)).first;
   }
-  dnnl::memory a_mem(a_md, state_->engine, const_cast<void*>(p.a));
-  dnnl::memory b_mem(b_md, state_->engine, const_cast<void*>(p.b));
-  dnnl::memory c_mem(c_md, state_->engine, p.c);
-  primitive.execute(state_->stream,
-                    {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  CachedMatmul& cached = found->second;
+  cached.a.set_data_handle(const_cast<void*>(p.a));
+  cached.b.set_data_handle(const_cast<void*>(p.b));
+  cached.c.set_data_handle(p.c);
+  cached.primitive.execute(state_->stream, cached.args);
   state_->stream.wait();
 }
 
