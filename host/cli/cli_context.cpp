@@ -1,7 +1,10 @@
 // Plugin flags and registry construction shared by the verbs.
 #include "cli_context.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include "loom/host/errors.hpp"
 
 #include "loom/host/recipe_check.hpp"
 
@@ -23,6 +26,24 @@ std::unique_ptr<host::PluginRegistry> make_registry(const GlobalOptions& options
   search.default_paths = !options.no_default_plugin_paths;
   if (recipe != nullptr) search.recipe_paths = host::recipe_plugin_paths(*recipe);
   return std::make_unique<host::PluginRegistry>(search);
+}
+
+void add_recipe_arguments(CLI::App& verb, RecipeArguments& args) {
+  verb.add_option("recipe", args.recipe, "recipe file (TOML)")->required();
+  verb.add_option("--set", args.overrides, "override a recipe value: --set optimizer.lr=1e-3");
+}
+
+std::pair<host::Recipe, std::unique_ptr<host::PluginRegistry>> load_and_check(const GlobalOptions& options,
+                                                                              const RecipeArguments& args) {
+  host::Recipe recipe = host::load_recipe(args.recipe, args.overrides);
+  auto registry = make_registry(options, &recipe);
+  std::vector<std::string> problems = host::check_recipe(recipe, *registry);
+  if (!problems.empty()) {
+    problems.push_back(
+        fmt::format("{} problem{} in {}", problems.size(), problems.size() == 1 ? "" : "s", args.recipe));
+    throw host::RecipeError(problems);
+  }
+  return {std::move(recipe), std::move(registry)};
 }
 
 namespace {

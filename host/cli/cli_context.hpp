@@ -25,6 +25,20 @@ void add_plugin_flags(CLI::App& command, GlobalOptions& options);
 /// Loads plugins per the flags, the recipe's [plugins] table (when given) and the environment.
 std::unique_ptr<host::PluginRegistry> make_registry(const GlobalOptions& options, const host::Recipe* recipe);
 
+/// The recipe argument and `--set` overrides of verbs that take a recipe.
+struct RecipeArguments {
+  std::string recipe;
+  std::vector<std::string> overrides;
+};
+
+/// Adds RECIPE and --set to a verb.
+void add_recipe_arguments(CLI::App& verb, RecipeArguments& args);
+
+/// Loads the recipe, builds the registry and validates everything; throws RecipeError with every
+/// problem (exit 2). The registry is returned for the verb to create components from.
+std::pair<host::Recipe, std::unique_ptr<host::PluginRegistry>> load_and_check(const GlobalOptions& options,
+                                                                              const RecipeArguments& args);
+
 /// A verb adds its subcommand(s) to the app. Each verb_*.cpp registers one at static
 /// initialisation with `const VerbRegistration registration(&register_x);`.
 using VerbRegistrar = void (*)(CLI::App& app, GlobalOptions& options);

@@ -1,5 +1,5 @@
-// `loom check RECIPE` and `loom run RECIPE`: load the recipe, resolve and validate every component.
-// Until the trainer lands, `run` stops after validation and says so (exit 1): no fake training.
+// `loom check RECIPE`: load the recipe, resolve and validate every component (dry run), print
+// every problem at once.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -46,16 +46,6 @@ void register_check_verbs(CLI::App& app, GlobalOptions& options) {
   check->callback([&options, check_args] {
     load_and_check(options, *check_args);
     std::cout << check_args->recipe << ": ok\n";
-  });
-
-  auto run_args = std::make_shared<RecipeArguments>();
-  auto* run = app.add_subcommand("run", "train as the recipe says");
-  add_recipe_arguments(*run, *run_args);
-  add_plugin_flags(*run, options);
-  run->callback([&options, run_args] {
-    load_and_check(options, *run_args);
-    throw std::runtime_error(run_args->recipe +
-                             ": the recipe is valid, but this build of Loom has no trainer yet");
   });
 }
 

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -86,6 +88,11 @@ fs::path CheckpointStore::commit(uint64_t step, const std::function<void(const f
   }
   write_file_atomically(staging / kManifest, manifest.str());
   fsync_path(staging, O_RDONLY | O_DIRECTORY);
+
+  // Fault injection for the crash-safety test: die between filling and publishing this checkpoint.
+  if (const char* kill_at = std::getenv("LOOM_FAULT_KILL_IN_CHECKPOINT");
+      kill_at != nullptr && name == kill_at)
+    std::raise(SIGKILL);
 
   // A checkpoint of the same step (a re-run after resume) is replaced as a whole.
   if (fs::exists(final_path)) fs::remove_all(final_path);

@@ -127,6 +127,7 @@ std::shared_ptr<void> PluginRegistry::create_object(const ComponentEntry& entry,
   args.table_origin = config.table_origin.c_str();
   args.dry_run = dry_run ? 1 : 0;
   args.host = &kHostServices;
+  args.table_name = config.table_name.c_str();
 
   char message[8192] = {0};
   loom_error_buffer error{message, sizeof(message)};

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "loom/host/errors.hpp"
+#include "loom/host/model_recipe.hpp"
+#include "loom/host/run_settings.hpp"
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/options.hpp"
@@ -15,44 +17,6 @@ namespace fs = std::filesystem;
 
 namespace loom::host {
 namespace {
-
-// Host tables and the keys each accepts. The trainer reads the same keys (issue-by-issue).
-using HostTableReader = std::function<void(loom::Options&)>;
-
-const std::vector<std::pair<std::string, HostTableReader>>& host_tables() {
-  static const std::vector<std::pair<std::string, HostTableReader>> tables = {
-      {"run",
-       [](loom::Options& o) {
-         o.get<std::string>("name", "run");
-         o.get<int64_t>("seed", 42, loom::Range{0, 4294967295.0});
-         o.get<std::string>("output_dir", "runs");
-       }},
-      {"train",
-       [](loom::Options& o) {
-         o.get<int64_t>("steps", 1, loom::Range{1, 1e12});
-         o.get<int64_t>("grad_accumulation", 1, loom::Range{1, 1e6});
-         o.get<int64_t>("log_every", 10, loom::Range{1, 1e9});
-         o.get<int64_t>("eval_every", 0, loom::Range{0, 1e9});
-       }},
-      {"checkpoint",
-       [](loom::Options& o) {
-         o.get<int64_t>("every", 0, loom::Range{0, 1e12});
-         o.get<int64_t>("keep", 3, loom::Range{1, 1e6});
-       }},
-      {"plugins",
-       [](loom::Options& o) {
-         o.get<std::vector<std::string>>("paths", {});
-         o.get<std::vector<std::string>>("require", {});
-       }},
-      {"model",
-       [](loom::Options& o) {
-         o.get<std::string>("config", "");
-         o.has("blocks");
-         o.get<std::string>("init_from", "");
-       }},
-  };
-  return tables;
-}
 
 std::vector<std::string> problems_of(const std::function<void()>& body) {
   try {
@@ -109,6 +73,7 @@ const std::vector<ComponentSlot>& component_slots() {
       {"communicator", LOOM_KIND_COMMUNICATOR},
       {"tokenizer", LOOM_KIND_TOKENIZER},
       {"data", LOOM_KIND_DATASET},
+      {"eval_data", LOOM_KIND_DATASET},
       {"optimizer", LOOM_KIND_OPTIMIZER},
       {"schedule", LOOM_KIND_SCHEDULE},
   };
@@ -131,7 +96,7 @@ std::vector<std::string> check_recipe(const Recipe& recipe, const PluginRegistry
   std::vector<std::string> problems;
   std::vector<std::string> known_tables;
   for (const auto& slot : component_slots()) known_tables.emplace_back(slot.table);
-  for (const auto& [name, reader] : host_tables()) known_tables.push_back(name);
+  for (const auto& [name, reader] : host_table_readers()) known_tables.push_back(name);
 
   for (const auto& [key, node] : recipe.table()) {
     const std::string table(key.str());
@@ -146,12 +111,13 @@ std::vector<std::string> check_recipe(const Recipe& recipe, const PluginRegistry
       check_component(recipe, registry, slot, problems);
       handled = true;
     }
-    for (const auto& [name, reader] : host_tables()) {
+    for (const auto& [name, reader] : host_table_readers()) {
       if (table != name) continue;
       const ComponentConfig config = recipe.component_config(table);
       auto found = problems_of([&] {
         loom::Options options(config.toml, config.origins, config.table_origin, table);
-        reader(options);
+        RunSettings ignored;
+        reader(options, ignored);
         try {
           options.finish();
         } catch (const loom::ConfigError& e) {
@@ -166,6 +132,10 @@ std::vector<std::string> check_recipe(const Recipe& recipe, const PluginRegistry
           problems.push_back(p.substr(start, end - start));
           start = end + 1;
         }
+      }
+      if (table == "model") {
+        const std::vector<std::string> model_problems = check_model_recipe(recipe, registry);
+        problems.insert(problems.end(), model_problems.begin(), model_problems.end());
       }
       handled = true;
     }

@@ -79,10 +79,11 @@ template <typename Interface, typename Impl>
 loom_status create_component(const loom_create_args* args, void** out, loom_error_buffer* error) noexcept {
   return boundary_call(error, [&] {
     if (args == nullptr || out == nullptr) throw Error("create called without arguments");
+    const char* table = args->table_name != nullptr ? args->table_name : Interface::kRecipeTable;
     Options options(std::string_view(args->config_toml, args->config_length),
                     std::string_view(args->config_origins, args->config_origins_length),
-                    args->table_origin != nullptr ? args->table_origin : "<recipe>", Interface::kRecipeTable);
-    ComponentContext context(options, args->dry_run != 0, args->host, Interface::kRecipeTable);
+                    args->table_origin != nullptr ? args->table_origin : "<recipe>", table);
+    ComponentContext context(options, args->dry_run != 0, args->host, table);
     std::unique_ptr<Impl> component;
     if (options.problems().empty()) component = std::make_unique<Impl>(context);
     options.finish();

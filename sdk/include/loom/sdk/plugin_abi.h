@@ -85,6 +85,9 @@ typedef struct loom_create_args {
   /* Non-zero: validate options only; acquire no devices, files or large memory. */
   int32_t dry_run;
   const loom_host_services* host;
+  /* The recipe table the options come from ("data", "eval_data"), NUL-terminated; used in
+   * messages, since one kind may be configured by several tables. */
+  const char* table_name;
 } loom_create_args;
 
 /* Factory: on LOOM_OK stores a pointer to the kind's C++ interface in *out. */

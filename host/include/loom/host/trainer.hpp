@@ -1,0 +1,61 @@
+// Trainer: `loom run` — the training loop of DESIGN.md §4, readable top to bottom.
+//
+//   per step:  zero grads → k micro-batches (next_batch → upload → forward → backward with
+//              loss scale / k, so gradients are the mean over micro-batches) → all-reduce (mean
+//              over ranks) → non-finite check → precision decides apply/skip → schedule lr from
+//              the successful-step count → fused optimizer step → cast working weights → metrics
+//   around it: evaluation every `train.eval_every` steps on [eval_data], checkpoints every
+//              `checkpoint.every` steps and at the end, Ctrl-C/SIGTERM finish the step, checkpoint
+//              and return normally.
+//
+// Determinism: dropout keys derive from (seed, step, micro-step, rank); data order from (seed,
+// epoch); nothing depends on wall time, so one recipe and seed give bit-identical losses on one
+// thread count, and a resumed run continues exactly as the uninterrupted one would.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/host/plugin_registry.hpp"
+#include "loom/host/recipe.hpp"
+
+namespace loom::host {
+
+struct TrainOptions {
+  std::string resume;   ///< "": start fresh (refused when checkpoints exist), "auto", or a checkpoint path
+  bool console = true;  ///< print the progress line every log interval
+};
+
+struct TrainSummary {
+  uint64_t steps = 0;          ///< steps done when the run ended
+  double final_loss = 0;       ///< mean training loss of the last log window
+  double seconds = 0;          ///< wall time of the loop
+  bool stopped_early = false;  ///< a stop signal ended the run
+  nlohmann::json last_eval;    ///< the last evaluation record (null when none ran)
+  std::filesystem::path last_checkpoint;
+  std::filesystem::path run_directory;
+};
+
+class Trainer {
+ public:
+  Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOptions options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Trains until `train.steps` or a stop signal; throws on failure (nothing half-written).
+  TrainSummary run();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// The dropout key of one micro-step (a splitmix64 mix; documented so other tools can reproduce it).
+uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_step, uint64_t rank);
+
+}  // namespace loom::host

@@ -1,0 +1,41 @@
+// Model construction from a recipe; see model_setup.hpp.
+#include "loom/host/model_setup.hpp"
+
+#include "loom/host/model_config.hpp"
+#include "loom/host/model_recipe.hpp"
+
+namespace loom::host {
+
+loom::DType compute_dtype_of(const loom::Precision& precision) {
+  switch (precision.compute_dtype()) {
+    case loom::ComputeDType::bf16:
+      return loom::DType::bf16;
+    case loom::ComputeDType::f16:
+      return loom::DType::f16;
+    case loom::ComputeDType::f32:
+      break;
+  }
+  return loom::DType::f32;
+}
+
+loom::ActivationShape activation_shape_for(const loom::BatchLimits& limits) {
+  const int64_t rows = limits.batch_size, seq = limits.max_seq_length;
+  // Static masking caps predictions per row; dynamic masking may label any position.
+  const int64_t per_row = limits.max_predictions > 0 ? limits.max_predictions : seq;
+  return {rows, seq, limits.task == loom::BatchTask::pretraining ? rows * std::min(per_row, seq) : 0};
+}
+
+ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry, loom::Backend& backend,
+                       const loom::Precision& precision, const loom::BatchLimits* limits) {
+  const ModelRecipe model_recipe = read_model_recipe(recipe);
+  ModelSetup setup;
+  setup.bert_config = read_bert_config(model_recipe.config_path);
+  if (limits != nullptr && limits->task == loom::BatchTask::classification && limits->num_labels > 0)
+    setup.bert_config.extra["num_labels"] = limits->num_labels;
+  setup.model_config = to_model_config(setup.bert_config, model_recipe.config_path);
+  setup.model = std::make_unique<Model>(registry, model_recipe.expanded_blocks(), setup.model_config, backend,
+                                        compute_dtype_of(precision));
+  return setup;
+}
+
+}  // namespace loom::host

@@ -1,0 +1,70 @@
+// The recipe's host tables; see run_settings.hpp.
+#include "loom/host/run_settings.hpp"
+
+#include "loom/host/errors.hpp"
+
+namespace loom::host {
+namespace {
+
+uint64_t count(loom::Options& o, const char* key, uint64_t fallback, double min) {
+  return static_cast<uint64_t>(o.get<int64_t>(key, static_cast<int64_t>(fallback), loom::Range{min, 1e15}));
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers() {
+  static const std::vector<std::pair<std::string, HostTableReader>> readers = {
+      {"run",
+       [](loom::Options& o, RunSettings& s) {
+         s.name = o.get<std::string>("name", s.name);
+         s.seed = static_cast<uint64_t>(o.get<int64_t>("seed", 42, loom::Range{0, 4294967295.0}));
+         s.output_dir = o.get<std::string>("output_dir", s.output_dir);
+         if (s.name.empty() || s.name.find('/') != std::string::npos)
+           o.fail("name", "must be a non-empty name without '/'");
+       }},
+      {"train",
+       [](loom::Options& o, RunSettings& s) {
+         s.steps = count(o, "steps", s.steps, 1);
+         s.grad_accumulation = count(o, "grad_accumulation", s.grad_accumulation, 1);
+         s.log_every = count(o, "log_every", s.log_every, 1);
+         s.eval_every = count(o, "eval_every", s.eval_every, 0);
+         s.eval_batches = count(o, "eval_batches", s.eval_batches, 0);
+       }},
+      {"checkpoint",
+       [](loom::Options& o, RunSettings& s) {
+         s.checkpoint_every = count(o, "every", s.checkpoint_every, 0);
+         s.checkpoint_keep = static_cast<int>(o.get<int64_t>("keep", s.checkpoint_keep, loom::Range{1, 1e6}));
+       }},
+      {"plugins",
+       [](loom::Options& o, RunSettings&) {
+         o.get<std::vector<std::string>>("paths", {});
+         o.get<std::vector<std::string>>("require", {});
+       }},
+      {"model",
+       [](loom::Options& o, RunSettings& s) {
+         o.has("config");  // read and checked by model_recipe.cpp
+         o.has("blocks");
+         s.init_from = o.get<std::string>("init_from", "");
+       }},
+  };
+  return readers;
+}
+
+RunSettings read_run_settings(const Recipe& recipe) {
+  RunSettings settings;
+  std::vector<std::string> problems;
+  for (const auto& [table, reader] : host_table_readers()) {
+    const ComponentConfig config = recipe.component_config(table);
+    loom::Options options(config.toml, config.origins, config.table_origin, table);
+    reader(options, settings);
+    try {
+      options.finish();
+    } catch (const loom::ConfigError& e) {
+      problems.insert(problems.end(), options.problems().begin(), options.problems().end());
+    }
+  }
+  if (!problems.empty()) throw RecipeError(problems);
+  return settings;
+}
+
+}  // namespace loom::host

