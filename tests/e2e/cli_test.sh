@@ -38,8 +38,8 @@ out=$("$loom" check "$fixtures/valid.toml" --set trian.steps=1 2>&1); code=$?
 expect_code 2 $code "check with a bad --set"
 
 out=$("$loom" run "$fixtures/valid.toml" 2>&1); code=$?
-expect_code 1 $code "run without a trainer"
-grep -q "no trainer yet" <<<"$out" || fail "run message: $out"
+expect_code 2 $code "run of a recipe without [backend]"
+grep -q "has no \[backend\] table" <<<"$out" || fail "run message: $out"
 
 out=$("$loom" --plugin /nonexistent/libloom-x.so plugins 2>&1); code=$?
 expect_code 3 $code "explicit missing plugin"
