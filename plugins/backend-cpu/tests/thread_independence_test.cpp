@@ -1,0 +1,51 @@
+// Every op except GEMM reduces in a fixed order: its results are bit-identical for 1, 2 and 3
+// threads (cpu_backend.hpp). Shapes are large enough for every parallel path to run.
+#include "op_test_support.hpp"
+
+namespace {
+
+using namespace loom_cpu_test;
+
+/// Runs the same op sequence on a backend with `threads` and returns every output, concatenated.
+std::vector<float> run_ops(int threads) {
+  loom_cpu::CpuBackend be(threads);
+  const int64_t rows = 300, C = 130, V = 50;
+  auto x = random_floats(rows * C, 201), dy = random_floats(rows * C, 202), gamma = random_floats(C, 203),
+       beta = random_floats(C, 204);
+  std::vector<float> y(rows * C), mean(rows), rstd(rows), dx(rows * C), dgamma(C), dbeta(C), dbias(C),
+      dpos(10 * C);
+  be.layernorm_forward(view(x, {rows, C}), view(gamma, {C}), view(beta, {C}), 1e-5f, view(y, {rows, C}),
+                       view(mean, {rows}), view(rstd, {rows}));
+  be.layernorm_backward(view(dy, {rows, C}), view(x, {rows, C}), view(gamma, {C}), view(mean, {rows}),
+                        view(rstd, {rows}), view(dx, {rows, C}), view(dgamma, {C}), view(dbeta, {C}), false);
+  be.bias_grad(view(dy, {rows, C}), view(dbias, {C}));
+  be.bias_grad(view(dy, {rows, C}), view(dpos, {10, C}));
+  std::vector<float> g(rows * C), dg(rows * C), dgb(C);
+  be.bias_gelu_forward(view(x, {rows, C}), view(beta, {C}), view(g, {rows, C}), loom::Gelu::erf);
+  be.bias_gelu_backward(view(dy, {rows, C}), view(x, {rows, C}), view(beta, {C}), view(dg, {rows, C}),
+                        view(dgb, {C}), loom::Gelu::erf);
+  std::vector<float> probs(rows * C), ds(rows * C);
+  be.softmax_forward(view(x, {rows, C}), loom::Tensor{}, 0.3f, view(probs, {rows, C}));
+  be.softmax_backward(view(dy, {rows, C}), view(probs, {rows, C}), 0.3f, view(ds, {rows, C}));
+  std::vector<int32_t> ids(rows);
+  for (int64_t i = 0; i < rows; ++i) ids[i] = static_cast<int32_t>((i * 7) % V);
+  std::vector<float> dtable(V * C);
+  be.embedding_scatter_add(view(dy, {rows, C}), view(ids, {rows}), view(dtable, {V, C}));
+  std::vector<float> loss(1), dlogits(rows * C), norm(1);
+  be.cross_entropy(view(x, {rows, C}), view(ids, {rows}), C, -100, 1.0f, view(loss, {1}),
+                   view(dlogits, {rows, C}), loom::Tensor{}, loom::Tensor{});
+  be.global_norm(view(dy, {rows * C}), view(norm, {1}));
+  std::vector<float> all;
+  for (const auto* part : {&y, &mean, &rstd, &dx, &dgamma, &dbeta, &dbias, &dpos, &g, &dg, &dgb, &probs, &ds,
+                           &dtable, &loss, &dlogits, &norm})
+    all.insert(all.end(), part->begin(), part->end());
+  return all;
+}
+
+TEST(ThreadIndependence, EveryNonGemmOpIsBitIdenticalFor1To3Threads) {
+  const auto one = run_ops(1);
+  EXPECT_EQ(run_ops(2), one);
+  EXPECT_EQ(run_ops(3), one);
+}
+
+}  // namespace
