@@ -1,6 +1,6 @@
 // `loom prep pretraining`: raw text → HDF5 pretraining shards (host/src/pretraining_prep.cpp).
-// The tokenizer is the `tokenizer/wordpiece` component, loaded through the plugin registry like
-// any recipe component, with options `vocab` and `cased`.
+// The tokenizer is the `tokenizer/wordpiece` component, created through the plugin registry like
+// any recipe component (wordpiece_component.hpp), with options `vocab` and `cased`.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -9,27 +9,10 @@
 #include "loom/host/errors.hpp"
 #include "loom/host/pretraining_prep.hpp"
 #include "loom/sdk/tokenizer.hpp"
+#include "wordpiece_component.hpp"
 
 namespace loom::cli {
 namespace {
-
-host::Component<loom::Tokenizer> load_tokenizer(const GlobalOptions& options, const std::string& vocab,
-                                                bool cased) {
-  auto registry = make_registry(options, nullptr);
-  const host::ComponentEntry* entry = registry->find(LOOM_KIND_TOKENIZER, "wordpiece");
-  if (entry == nullptr)
-    throw host::PluginLoadError("tokenizer/wordpiece",
-                                fmt::format("is not available (searched: {}); build the wordpiece plugin or "
-                                            "pass --plugin-path",
-                                            fmt::join(registry->searched_directories(), ", ")));
-  host::ComponentConfig config;
-  config.table_name = "tokenizer";
-  std::string quoted;
-  for (char c : vocab) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  config.toml = fmt::format("vocab = \"{}\"\ncased = {}\n", quoted, cased ? "true" : "false");
-  config.table_origin = "loom prep --vocab";
-  return registry->create<loom::Tokenizer>(*entry, config, /*dry_run=*/false);
-}
 
 void register_prep_verbs(CLI::App& app, GlobalOptions& options) {
   auto* prep = app.add_subcommand("prep", "prepare training data");
@@ -74,7 +57,8 @@ void register_prep_verbs(CLI::App& app, GlobalOptions& options) {
   pretraining->add_flag("--cased", args->cased, "keep case and accents (cased vocabulary)");
   add_plugin_flags(*pretraining, options);
   pretraining->callback([&options, args] {
-    host::Component<loom::Tokenizer> tokenizer = load_tokenizer(options, args->vocab, args->cased);
+    host::Component<loom::Tokenizer> tokenizer =
+        create_wordpiece(options, args->vocab, args->cased, "loom prep pretraining --vocab");
     // Called directly (not through Component::call): option problems must stay usage errors.
     try {
       host::prep_pretraining(*args, *tokenizer.get(),

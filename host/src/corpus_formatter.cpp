@@ -56,28 +56,45 @@ std::string read_file(const fs::path& path) {
   return text;
 }
 
-// Lines of `text` (trimmed); in "sentences" format blank lines separate documents.
-std::vector<std::vector<std::string>> sentence_documents(const std::string& text) {
-  std::vector<std::vector<std::string>> documents(1);
-  size_t position = 0;
-  while (position <= text.size()) {
-    size_t end = text.find('\n', position);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + position, end - position);
-    while (!line.empty() && std::string_view(" \t\r\f\v").find(line.front()) != std::string_view::npos)
-      line.remove_prefix(1);
-    while (!line.empty() && std::string_view(" \t\r\f\v").find(line.back()) != std::string_view::npos)
-      line.remove_suffix(1);
-    if (line.empty()) {
-      if (!documents.back().empty()) documents.emplace_back();
-    } else {
-      documents.back().emplace_back(line);
+// Streams documents from files in the reference's format: one sentence per line (trimmed), blank
+// lines (and file ends) between documents. Holds one document at a time.
+class SentenceFileReader {
+ public:
+  explicit SentenceFileReader(const std::vector<fs::path>& files) : files_(files) {}
+  /// Files fully read so far.
+  size_t files_done() const { return file_index_; }
+  /// The next non-empty document; false when every file is exhausted.
+  bool next(Document& document) {
+    document.sentences.clear();
+    std::string line;
+    while (file_index_ < files_.size()) {
+      if (!in_.is_open()) {
+        in_.open(files_[file_index_], std::ios::binary);
+        if (!in_) throw std::runtime_error(files_[file_index_].string() + ": cannot open input file");
+      }
+      if (!std::getline(in_, line)) {
+        if (in_.bad()) throw std::runtime_error(files_[file_index_].string() + ": read error");
+        in_.close();
+        ++file_index_;
+        if (!document.sentences.empty()) return true;
+        continue;
+      }
+      const size_t first = line.find_first_not_of(" \t\r\f\v");
+      if (first == std::string::npos) {
+        if (!document.sentences.empty()) return true;
+        continue;
+      }
+      const size_t last = line.find_last_not_of(" \t\r\f\v");
+      document.sentences.push_back(Sentence{line.substr(first, last - first + 1), 0, {}});
     }
-    position = end + 1;
+    return !document.sentences.empty();
   }
-  if (documents.back().empty()) documents.pop_back();
-  return documents;
-}
+
+ private:
+  const std::vector<fs::path>& files_;
+  size_t file_index_ = 0;
+  std::ifstream in_;
+};
 
 void tokenize_document(Document& document, const loom::Tokenizer& tokenizer) {
   for (Sentence& sentence : document.sentences) {
@@ -139,23 +156,22 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
   size_t file_index = 0;
   auto last_report = start;
 
-  // Raw format: one file per document, read in the worker. Sentences format: a file holds many
-  // documents, split here and handed over as text.
-  while (file_index < files.size()) {
+  // Raw format: one file per document, read in the worker. Sentences format: documents streamed
+  // from the files here, a window at a time.
+  SentenceFileReader sentence_reader(files);
+  const bool raw = options.input_format == "raw";
+  while (raw ? file_index < files.size() : sentence_reader.files_done() < files.size()) {
     std::vector<Document> window;
-    std::vector<std::string> raw_texts;
-    size_t first_file = file_index;
-    if (options.input_format == "raw") {
+    const size_t first_file = file_index;
+    if (raw) {
       const size_t count = std::min(kWindowDocuments, files.size() - file_index);
       window.resize(count);
       file_index += count;
     } else {
-      for (auto& lines : sentence_documents(read_file(files[file_index]))) {
-        Document document;
-        for (auto& line : lines) document.sentences.push_back(Sentence{std::move(line), 0, {}});
+      Document document;
+      while (window.size() < kWindowDocuments && sentence_reader.next(document))
         window.push_back(std::move(document));
-      }
-      ++file_index;
+      file_index = sentence_reader.files_done();
     }
     // Workers: document d of the window is handled by thread d % threads.
     const size_t threads = std::max<size_t>(1, std::min<size_t>(options.threads, window.size()));
@@ -163,7 +179,7 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
     auto work = [&](size_t thread) {
       try {
         for (size_t d = thread; d < window.size(); d += threads) {
-          if (options.input_format == "raw")
+          if (raw)
             for (auto& text : split_sentences(read_file(files[first_file + d])))
               window[d].sentences.push_back(Sentence{std::move(text), 0, {}});
           tokenize_document(window[d], tokenizer);
