@@ -53,7 +53,7 @@ AdamW::AdamW(loom::ComponentContext& context)
   loom::Options& options = context.options();
   beta1_ = read_beta(options, "beta1", 0.9);
   beta2_ = read_beta(options, "beta2", 0.999);
-  eps_ = options.get<double>("eps", 1e-8, loom::Range{0.0, 1.0});
+  eps_ = read_eps(options, 1e-8);
   bias_correction_ = options.get<bool>("bias_correction", false);
 }
 

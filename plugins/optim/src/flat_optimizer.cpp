@@ -26,6 +26,13 @@ double read_beta(loom::Options& options, const char* key, double fallback) {
   return value;
 }
 
+double read_eps(loom::Options& options, double fallback) {
+  const double value = options.get<double>("eps", fallback, loom::Range{0.0, 1.0});
+  if (value <= 0.0)
+    options.fail("eps", "must be > 0: with eps = 0 a parameter whose gradients are all zero gets 0/0 = NaN");
+  return value;
+}
+
 FlatOptimizer::FlatOptimizer(loom::ComponentContext& context, const SharedDefaults& defaults,
                              std::vector<const char*> state_names)
     : state_names_(std::move(state_names)) {

@@ -84,5 +84,7 @@ class FlatOptimizer : public loom::Optimizer {
 
 /// Reads a β option: a number in [0, 1).
 double read_beta(loom::Options& options, const char* key, double fallback);
+/// Reads `eps`: a number in (0, 1].
+double read_eps(loom::Options& options, double fallback);
 
 }  // namespace loom_optim

@@ -81,7 +81,7 @@ NvLamb::NvLamb(loom::ComponentContext& context)
   loom::Options& options = context.options();
   beta1_ = read_beta(options, "beta1", 0.9);
   beta2_ = read_beta(options, "beta2", 0.999);
-  eps_ = options.get<double>("eps", 1e-6, loom::Range{0.0, 1.0});
+  eps_ = read_eps(options, 1e-6);
   bias_correction_ = options.get<bool>("bias_correction", true);
   trust_ratio_on_no_decay_ = options.get<bool>("trust_ratio_on_no_decay", false);
 }

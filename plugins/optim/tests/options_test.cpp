@@ -56,6 +56,11 @@ TEST(OptimizerOptions, ReportsEveryBadValueWithItsKey) {
   expect_problem(m, "optimizer.threads: value -2 is out of range [0, 1024]");
 }
 
+TEST(OptimizerOptions, EpsMustBePositive) {
+  expect_problem(problems_of<loom::Optimizer>("adamw", "eps = 0.0\n"), "optimizer.eps: must be > 0");
+  expect_problem(problems_of<loom::Optimizer>("nvlamb", "eps = 0\n"), "optimizer.eps: must be > 0");
+}
+
 TEST(OptimizerOptions, UnknownKeysGetASuggestion) {
   expect_problem(problems_of<loom::Optimizer>("adamw", "weight_decya = 0.1\n"),
                  "optimizer.weight_decya: unknown key; did you mean 'weight_decay'?");
