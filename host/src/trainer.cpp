@@ -90,6 +90,19 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
   }
 
   s.setup = build_model(recipe, registry, backend_of(c), *c.precision.get(), &limits);
+  if (limits.task == loom::BatchTask::classification) {
+    // Hugging Face's label maps, so `loom predict` and BertForSequenceClassification name classes.
+    nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
+    for (int32_t i = 0; i < limits.num_labels; ++i) {
+      const char* name = c.data.call([&](loom::Dataset& d) { return d.label_name(i); });
+      const std::string label = name != nullptr ? name : "LABEL_" + std::to_string(i);
+      id2label[std::to_string(i)] = label;
+      label2id[label] = i;
+    }
+    s.setup.bert_config.extra["id2label"] = id2label;
+    s.setup.bert_config.extra["label2id"] = label2id;
+    s.setup.bert_config.extra["architectures"] = nlohmann::json::array({"BertForSequenceClassification"});
+  }
   Model& model = *s.setup.model;
   model.reserve(shape);
   s.staging = std::make_unique<BatchStaging>(backend_of(c), shape);

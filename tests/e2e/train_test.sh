@@ -159,5 +159,18 @@ write_classifier_recipe whole 16 1 "$pretrained"; write_classifier_recipe accumu
 # init_from: the encoder came from the pre-training checkpoint, the classifier started fresh.
 grep -q "initialised fresh" "$work/whole.log" || fail "init_from report missing: $(cat "$work/whole.log")"
 
+# 4. eval and predict on the fine-tuned checkpoint.
+tuned="$work/runs/whole/checkpoints/step-000003"
+"$loom" eval "$work/whole.toml" --checkpoint "$tuned" --batches 3 > "$work/eval.json" 2> "$work/eval.log" \
+  || { cat "$work/eval.log"; fail "loom eval"; }
+grep -q '"eval_accuracy"' "$work/eval.json" || fail "eval prints no accuracy: $(cat "$work/eval.json")"
+head -21 "$src/data/tasks/spam/test.tsv" > "$work/texts.tsv"
+"$loom" predict --checkpoint "$tuned" --input "$work/texts.tsv" > "$work/predictions.tsv" 2> "$work/predict.log" \
+  || { cat "$work/predict.log"; fail "loom predict"; }
+[ "$(wc -l < "$work/predictions.tsv")" = 21 ] || fail "predict wrote $(wc -l < "$work/predictions.tsv") lines for 20 texts"
+head -1 "$work/predictions.tsv" | grep -q "p(ham)" || fail "predict header lacks label names: $(head -1 "$work/predictions.tsv")"
+awk -F'\t' 'NR > 1 { s = $2 + $3; if (s < 0.999 || s > 1.001) bad = 1 } END { exit bad }' "$work/predictions.tsv" \
+  || fail "predicted probabilities do not sum to 1"
+
 if [ $failures -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "train end-to-end: all passed"

@@ -1,0 +1,55 @@
+// `loom eval RECIPE --checkpoint DIR`: the recipe's model with a checkpoint's weights, evaluated on
+// [eval_data] (or [data] when there is none), without dropout. Prints the metrics as JSON.
+#include <iostream>
+
+#include "cli_context.hpp"
+#include "loom/host/batch_staging.hpp"
+#include "loom/host/evaluator.hpp"
+#include "loom/host/host_batch_buffers.hpp"
+#include "loom/host/model_setup.hpp"
+#include "loom/host/run_checkpoint.hpp"
+#include "loom/host/run_components.hpp"
+#include "loom/host/run_settings.hpp"
+
+namespace loom::cli {
+namespace {
+
+void register_eval_verb(CLI::App& app, GlobalOptions& options) {
+  auto args = std::make_shared<RecipeArguments>();
+  auto checkpoint = std::make_shared<std::string>();
+  auto batches = std::make_shared<uint64_t>(0);
+  auto* verb = app.add_subcommand("eval", "evaluate a checkpoint on the recipe's evaluation data");
+  add_recipe_arguments(*verb, *args);
+  verb->add_option("--checkpoint", *checkpoint, "checkpoint (or Hugging Face model) directory")->required();
+  verb->add_option("--batches", *batches, "evaluate at most this many batches (0: all)");
+  add_plugin_flags(*verb, options);
+  verb->callback([&options, args, checkpoint, batches] {
+    auto [recipe, registry] = load_and_check(options, *args);
+    const host::RunSettings settings = host::read_run_settings(recipe);
+    const bool has_eval = recipe.table().contains("eval_data");
+    host::RunComponents c = host::create_run_components(recipe, *registry, {!has_eval, false});
+    host::Component<loom::Dataset>& data = has_eval ? c.eval_data : c.data;
+    const loom::DatasetSetup setup{0, 1, settings.seed, c.tokenizer ? c.tokenizer.get() : nullptr};
+    data.call([&](loom::Dataset& d) { d.open(setup); });
+    const loom::BatchLimits limits = data.call([](loom::Dataset& d) { return d.limits(); });
+    loom::Backend& backend = *c.backend.get();
+    host::ModelSetup model = host::build_model(recipe, *registry, backend, *c.precision.get(), &limits);
+    const loom::ActivationShape shape = host::activation_shape_for(limits);
+    model.model->reserve(shape);
+    host::BatchStaging staging(backend, shape);
+    host::HostBatchBuffers buffers(limits);
+    const host::CheckpointLoadReport report = host::load_model_weights(*model.model, *checkpoint, {true, {}});
+    if (!report.unexpected.empty())
+      std::cerr << *checkpoint << ": " << report.unexpected.size() << " tensors the model does not use\n";
+    nlohmann::json metrics = data.call([&](loom::Dataset& d) {
+      return host::evaluate(*model.model, backend, staging, d, buffers, *batches);
+    });
+    metrics["checkpoint"] = *checkpoint;
+    std::cout << metrics.dump(2) << "\n";
+  });
+}
+
+const VerbRegistration registration(&register_eval_verb);
+
+}  // namespace
+}  // namespace loom::cli

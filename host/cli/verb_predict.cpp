@@ -1,0 +1,196 @@
+// `loom predict --checkpoint DIR --input FILE [--output FILE]`: class predictions with
+// probabilities from a sequence-classification checkpoint (config.json with id2label,
+// model.safetensors, vocab.txt — what `loom run` writes for a fine-tuning recipe).
+//
+// Input: JSONL ({"text": ..., "text_pair": ...}) when the name ends in .jsonl, else TSV: with a
+// header naming `text` (and optionally `text_pair`) columns, or without one, text [TAB pair].
+// Output (stdout or --output): TSV `prediction<TAB>p(label0)<TAB>...` with a header, or JSONL
+// {"prediction", "probabilities": {label: p}} when --output ends in .jsonl.
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_context.hpp"
+#include "loom/host/batch_staging.hpp"
+#include "loom/host/bert_config.hpp"
+#include "loom/host/evaluator.hpp"
+#include "loom/host/model.hpp"
+#include "loom/host/model_config.hpp"
+#include "loom/host/run_checkpoint.hpp"
+#include "loom/sdk/tokenizer.hpp"
+
+namespace loom::cli {
+namespace {
+
+struct Example {
+  std::string text, pair;
+};
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, '\t');) out.push_back(field);
+  return out;
+}
+
+std::vector<Example> read_examples(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot be read");
+  std::vector<Example> examples;
+  std::string line;
+  const bool jsonl = path.size() > 6 && path.substr(path.size() - 6) == ".jsonl";
+  int text_column = 0, pair_column = 1;
+  bool first = true;
+  size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    if (jsonl) {
+      const auto json = nlohmann::json::parse(line, nullptr, false);
+      if (json.is_discarded() || !json.contains("text") || !json["text"].is_string())
+        throw std::runtime_error(
+            fmt::format("{}:{}: expected a JSON object with a string \"text\"", path, number));
+      examples.push_back({json["text"], json.value("text_pair", "")});
+      continue;
+    }
+    const auto fields = split_tabs(line);
+    if (first) {
+      first = false;
+      const auto text = std::find(fields.begin(), fields.end(), "text");
+      if (text != fields.end()) {
+        text_column = static_cast<int>(text - fields.begin());
+        const auto pair = std::find(fields.begin(), fields.end(), "text_pair");
+        pair_column = pair == fields.end() ? -1 : static_cast<int>(pair - fields.begin());
+        continue;
+      }
+    }
+    Example e;
+    if (static_cast<int>(fields.size()) <= text_column)
+      throw std::runtime_error(fmt::format("{}:{}: no column {}", path, number, text_column + 1));
+    e.text = fields[text_column];
+    if (pair_column >= 0 && static_cast<int>(fields.size()) > pair_column) e.pair = fields[pair_column];
+    examples.push_back(std::move(e));
+  }
+  return examples;
+}
+
+struct PredictArguments {
+  std::string checkpoint, input, output;
+  int batch_size = 32;
+  int max_seq_length = 128;
+  int threads = 0;
+};
+
+void predict(const GlobalOptions& options, const PredictArguments& a) {
+  auto registry = make_registry(options, nullptr);
+  auto create = [&](uint32_t kind, const char* name, const char* table, const std::string& toml) {
+    const host::ComponentEntry* entry = registry->find(kind, name);
+    if (entry == nullptr)
+      throw std::runtime_error(fmt::format("no component {}/{} is available", table, name));
+    return std::make_pair(entry, host::ComponentConfig{table, toml, "", "(loom predict)"});
+  };
+  const auto [backend_entry, backend_config] = create(
+      LOOM_KIND_BACKEND, "cpu", "backend", a.threads > 0 ? fmt::format("threads = {}\n", a.threads) : "");
+  auto backend = registry->create<loom::Backend>(*backend_entry, backend_config, false);
+  const std::string vocab = (std::filesystem::path(a.checkpoint) / "vocab.txt").string();
+  const auto [tok_entry, tok_config] =
+      create(LOOM_KIND_TOKENIZER, "wordpiece", "tokenizer", "vocab = " + nlohmann::json(vocab).dump() + "\n");
+  auto tokenizer = registry->create<loom::Tokenizer>(*tok_entry, tok_config, false);
+
+  host::BertConfig bert = host::read_bert_config(std::filesystem::path(a.checkpoint) / "config.json");
+  const loom::ModelConfig config = host::to_model_config(bert, a.checkpoint + "/config.json");
+  std::vector<std::string> blocks{"bert.embeddings"};
+  for (int i = 0; i < config.num_hidden_layers; ++i) blocks.push_back("bert.encoder-layer");
+  blocks.push_back("bert.classifier-head");
+  host::Model model(*registry, blocks, config, *backend.get(), loom::DType::f32);
+  const int64_t seq = std::min<int64_t>(a.max_seq_length, config.max_position_embeddings);
+  model.reserve({a.batch_size, seq, 0});
+  host::BatchStaging staging(*backend.get(), {a.batch_size, seq, 0});
+  host::load_model_weights(model, a.checkpoint, {true, {}});
+
+  std::vector<std::string> labels;
+  for (int i = 0; i < config.num_labels; ++i) {
+    const auto& id2label = bert.extra.value("id2label", nlohmann::json::object());
+    labels.push_back(id2label.contains(std::to_string(i)) ? id2label[std::to_string(i)].get<std::string>()
+                                                          : "LABEL_" + std::to_string(i));
+  }
+  const std::vector<Example> examples = read_examples(a.input);
+  std::ofstream file;
+  if (!a.output.empty()) file.open(a.output);
+  std::ostream& out = a.output.empty() ? std::cout : file;
+  const bool jsonl = a.output.size() > 6 && a.output.substr(a.output.size() - 6) == ".jsonl";
+  if (!jsonl) {
+    out << "prediction";
+    for (const auto& l : labels) out << "\tp(" << l << ")";
+    out << "\n";
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(a.batch_size * seq)), types(ids.size()), mask(ids.size());
+  for (size_t start = 0; start < examples.size(); start += static_cast<size_t>(a.batch_size)) {
+    const size_t rows = std::min(examples.size() - start, static_cast<size_t>(a.batch_size));
+    for (size_t r = 0; r < rows; ++r) {
+      const Example& e = examples[start + r];
+      loom::EncodeOptions encode{static_cast<size_t>(seq), loom::Truncation::longest_first, true};
+      loom::EncodedBuffers buffers{ids.data() + r * seq, types.data() + r * seq, mask.data() + r * seq,
+                                   static_cast<size_t>(seq)};
+      tokenizer.call([&](loom::Tokenizer& t) {
+        t.encode(e.text.data(), e.text.size(), e.pair.empty() ? nullptr : e.pair.data(), e.pair.size(),
+                 encode, buffers);
+      });
+    }
+    host::HostBatch batch;
+    batch.batch = static_cast<int64_t>(rows);
+    batch.seq = seq;
+    batch.input_ids = ids.data();
+    batch.token_type_ids = types.data();
+    batch.attention_mask = mask.data();
+    model.forward(staging.upload(batch), host::StepSettings{false, 0});
+    const loom::Tensor logits = model.output("logits");
+    const std::vector<float> host_logits = host::rows_to_host(*backend.get(), logits);
+    for (size_t r = 0; r < rows; ++r) {
+      const float* row = host_logits.data() + r * labels.size();
+      const float top = *std::max_element(row, row + labels.size());
+      std::vector<double> p(labels.size());
+      double sum = 0;
+      for (size_t c = 0; c < labels.size(); ++c) sum += p[c] = std::exp(static_cast<double>(row[c] - top));
+      size_t best = 0;
+      for (size_t c = 0; c < labels.size(); ++c) {
+        p[c] /= sum;
+        if (p[c] > p[best]) best = c;
+      }
+      if (jsonl) {
+        nlohmann::json probabilities = nlohmann::json::object();
+        for (size_t c = 0; c < labels.size(); ++c) probabilities[labels[c]] = p[c];
+        out << nlohmann::json{{"prediction", labels[best]}, {"probabilities", probabilities}}.dump() << "\n";
+      } else {
+        out << labels[best];
+        for (double v : p) out << fmt::format("\t{:.6f}", v);
+        out << "\n";
+      }
+    }
+  }
+}
+
+void register_predict_verb(CLI::App& app, GlobalOptions& options) {
+  auto args = std::make_shared<PredictArguments>();
+  auto* verb = app.add_subcommand("predict", "classify texts with a fine-tuned checkpoint");
+  verb->add_option("--checkpoint", args->checkpoint,
+                   "checkpoint directory (config.json, model.safetensors, vocab.txt)")
+      ->required();
+  verb->add_option("--input", args->input, "TSV or JSONL file of texts")->required();
+  verb->add_option("--output", args->output, "write here instead of stdout (.jsonl for JSON lines)");
+  verb->add_option("--batch-size", args->batch_size, "rows per forward pass")->check(CLI::Range(1, 4096));
+  verb->add_option("--max-seq-length", args->max_seq_length, "tokens per text (pair)")
+      ->check(CLI::Range(8, 4096));
+  verb->add_option("--threads", args->threads, "CPU threads (0: the backend's default)");
+  add_plugin_flags(*verb, options);
+  verb->callback([&options, args] { predict(options, *args); });
+}
+
+const VerbRegistration registration(&register_predict_verb);
+
+}  // namespace
+}  // namespace loom::cli
