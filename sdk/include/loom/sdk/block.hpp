@@ -113,6 +113,12 @@ struct BatchView {
   Tensor labels;                ///< [B]: class index, or kIgnoreIndex
   Tensor start_positions;       ///< [B]: answer start token in [0, T]; T = ignored
   Tensor end_positions;         ///< [B]: answer end token (inclusive) in [0, T]; T = ignored
+  /// Positions whose id is not [PAD] (`pad_token_id`), for the word-embedding gradient: as with
+  /// Hugging Face's padding_idx, the [PAD] row gets no gradient from the input side. When the
+  /// batch holds no [PAD], num_word_rows = B·T and the two views are undefined.
+  int64_t num_word_rows;  ///< number of such positions (host value)
+  Tensor word_rows;       ///< [num_word_rows]: b·T + t, ascending
+  Tensor word_row_ids;    ///< [num_word_rows]: input_ids at those positions
 };
 
 /// The label value heads skip (the NVIDIA reference's ignore_index).

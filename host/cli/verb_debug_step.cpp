@@ -1,0 +1,143 @@
+// `loom debug-step`: one forward + backward of a BertForPreTraining model with dropout off, for
+// parity checks against PyTorch (issue 3 item 6).
+//
+//   loom debug-step --model-config CONFIG.json --weights MODEL.safetensors --batch BATCH.json
+//                   --out OUT.json [--grads GRADS.safetensors] [--precision fp32|bf16-mixed]
+//
+// OUT.json: {"loss", "mlm_loss", "nsp_loss", "seq_relationship_logits": [[a, b], ...],
+// "masked_prediction_logits": [[V floats] per labelled position, (batch, position) row-major]}.
+// GRADS.safetensors: the F32 gradient of `loss` for every parameter under its Hugging Face name
+// (the tied decoder's share is inside bert.embeddings.word_embeddings.weight).
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_context.hpp"
+#include "loom/host/batch_json.hpp"
+#include "loom/host/batch_staging.hpp"
+#include "loom/host/bert_checkpoint.hpp"
+#include "loom/host/bert_config.hpp"
+#include "loom/host/errors.hpp"
+#include "loom/host/model.hpp"
+#include "loom/host/model_config.hpp"
+#include "loom/host/safetensors.hpp"
+#include "loom/sdk/component_kind.hpp"
+
+namespace loom::cli {
+namespace {
+
+struct DebugStepArguments {
+  std::string model_config, weights, batch, out, grads, precision = "fp32", backend = "cpu";
+};
+
+// A device tensor of rank ≤ 2 whose last dimension is dense, copied to the host row by row.
+std::vector<float> read_rows(loom::Backend& backend, const loom::Tensor& t) {
+  if (!t.defined()) return {};
+  const int64_t rows = t.ndim == 2 ? t.shape[0] : 1;
+  const int64_t columns = t.ndim == 0 ? 1 : t.shape[t.ndim - 1];
+  const int64_t row_stride = t.ndim == 2 ? t.strides[0] : columns;
+  std::vector<float> values(static_cast<size_t>(rows * columns));
+  for (int64_t r = 0; r < rows; ++r)
+    backend.copy_to_host(values.data() + r * columns, t.data_as<float>() + r * row_stride,
+                         static_cast<size_t>(columns) * sizeof(float));
+  return values;
+}
+
+nlohmann::json as_matrix(const std::vector<float>& values, int64_t columns) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t start = 0; start < values.size(); start += static_cast<size_t>(columns))
+    rows.push_back(std::vector<float>(values.begin() + static_cast<std::ptrdiff_t>(start),
+                                      values.begin() + static_cast<std::ptrdiff_t>(start + columns)));
+  return rows;
+}
+
+float read_scalar(loom::Backend& backend, const loom::Tensor& t) {
+  float value = 0.0f;
+  if (t.defined()) backend.copy_to_host(&value, t.data, sizeof(float));
+  return value;
+}
+
+void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args) {
+  const host::BertConfig bert = host::read_bert_config(args.model_config);
+  const loom::ModelConfig config = host::to_model_config(bert, args.model_config);
+  const host::JsonBatch batch = host::read_batch_json(args.batch);
+
+  auto registry = make_registry(options, nullptr);
+  const host::ComponentEntry* backend_entry = registry->find(LOOM_KIND_BACKEND, args.backend);
+  if (backend_entry == nullptr)
+    throw host::PluginLoadError("backend/" + args.backend, "no such component; see `loom plugins`");
+  host::ComponentConfig backend_options;
+  backend_options.table_name = "backend";
+  backend_options.table_origin = "--backend";
+  auto backend_component = registry->create<loom::Backend>(*backend_entry, backend_options, false);
+  loom::Backend& backend = *backend_component.get();
+
+  std::vector<std::string> blocks = {"bert.embeddings"};
+  for (int32_t i = 0; i < config.num_hidden_layers; ++i) blocks.push_back("bert.encoder-layer");
+  blocks.push_back("bert.pretraining-heads");
+  const loom::DType dtype = args.precision == "bf16-mixed" ? loom::DType::bf16 : loom::DType::f32;
+  host::Model model(*registry, blocks, config, backend, dtype);
+
+  const host::SafetensorsFile weights = host::SafetensorsFile::open(args.weights);
+  const auto tensors = model.checkpoint_tensors();
+  const auto aliases = model.checkpoint_aliases();
+  const host::CheckpointLoadReport report = host::load_bert_checkpoint(weights, tensors, aliases);
+  if (!report.ignored.empty() || !report.renamed.empty()) std::cerr << report.summary() << "\n";
+  model.refresh_compute_weights();
+
+  const loom::ActivationShape shape{batch.batch, batch.seq, batch.num_masked()};
+  model.reserve(shape);
+  host::BatchStaging staging(backend, shape);
+  const loom::BatchView& view = staging.upload(batch.view());
+  model.zero_grads();
+  model.forward(view, host::StepSettings{false, 0});
+
+  nlohmann::json out;
+  out["loss"] = model.loss();
+  out["mlm_loss"] = read_scalar(backend, model.output("mlm_loss"));
+  out["nsp_loss"] = read_scalar(backend, model.output("nsp_loss"));
+  out["seq_relationship_logits"] = as_matrix(read_rows(backend, model.output("seq_relationship_logits")), 2);
+  out["masked_prediction_logits"] =
+      batch.num_masked() > 0
+          ? as_matrix(read_rows(backend, model.output("masked_prediction_logits")), config.vocab_size)
+          : nlohmann::json::array();
+  model.backward(1.0f);
+  backend.synchronize();
+
+  std::ofstream file(args.out);
+  if (!file) throw std::runtime_error(args.out + ": cannot open for writing");
+  file << out.dump() << "\n";
+  if (!file) throw std::runtime_error(args.out + ": write failed");
+
+  if (!args.grads.empty()) {
+    std::vector<host::CheckpointTensor> grads;
+    for (const auto& entry : model.parameters().entries())
+      grads.push_back(host::CheckpointTensor{entry.name, entry.shape, model.grad(entry).data_as<float>()});
+    host::save_bert_checkpoint(args.grads, grads, aliases, {{"content", "gradients of loss"}});
+  }
+}
+
+void register_debug_step(CLI::App& app, GlobalOptions& options) {
+  auto args = std::make_shared<DebugStepArguments>();
+  auto* verb = app.add_subcommand("debug-step", "one forward+backward (dropout off) for parity checks");
+  verb->add_option("--model-config", args->model_config, "Hugging Face config.json")->required();
+  verb->add_option("--weights", args->weights, "model weights (safetensors, Hugging Face names)")->required();
+  verb->add_option("--batch", args->batch,
+                   "batch JSON (input_ids, token_type_ids, attention_mask, labels, "
+                   "next_sentence_label)")
+      ->required();
+  verb->add_option("--out", args->out, "output JSON (losses and logits)")->required();
+  verb->add_option("--grads", args->grads, "write every parameter's gradient here (safetensors)");
+  verb->add_option("--precision", args->precision, "fp32 or bf16-mixed")
+      ->check(CLI::IsMember({"fp32", "bf16-mixed"}));
+  verb->add_option("--backend", args->backend, "backend component (default cpu)");
+  add_plugin_flags(*verb, options);
+  verb->callback([&options, args] { run_debug_step(options, *args); });
+}
+
+const VerbRegistration registration(&register_debug_step);
+
+}  // namespace
+}  // namespace loom::cli

@@ -1,0 +1,148 @@
+// BertBlock: what every BERT block shares — setup, parameter bookkeeping, compute-dtype casts,
+// dropout keys and the linear layer. Each concrete block is one file (embeddings.cpp, ...).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "loom/sdk/backend.hpp"
+#include "loom/sdk/block.hpp"
+#include "loom/sdk/error.hpp"
+#include "parameter_list.hpp"
+
+namespace loom_bert {
+
+/// splitmix64: mixes block index and dropout site into a Philox key.
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// Counter offsets of a block's dropout sites are `site << kDropoutSiteShift` (2^40 elements each).
+inline constexpr int kDropoutSiteShift = 40;
+
+class BertBlock : public loom::Block {
+ public:
+  void setup(const loom::BlockSetup& setup) override {
+    if (setup.config == nullptr || setup.backend == nullptr)
+      throw loom::Error(name_ + ": setup without config or backend");
+    if (setup.compute_dtype != loom::DType::f32 && setup.compute_dtype != loom::DType::bf16)
+      throw loom::UnsupportedError(name_ + ": compute dtype " + loom::dtype_name(setup.compute_dtype) +
+                                   " is not supported (f32 or bf16)");
+    config_ = *setup.config;
+    backend_ = setup.backend;
+    compute_ = setup.compute_dtype;
+    index_ = setup.index;
+    check_config();
+    declare_parameters();
+  }
+  size_t parameter_count() const override { return params_.size(); }
+  loom::ParameterSpec parameter(size_t index) const override { return params_.spec(index); }
+  void bind_parameters(const loom::ParameterView* views, size_t count) override {
+    params_.bind(views, count, name_.c_str());
+  }
+  size_t output_count() const override { return 0; }
+  loom::BlockOutput output(size_t) const override { throw loom::Error(name_ + ": has no named outputs"); }
+
+ protected:
+  explicit BertBlock(std::string name) : name_(std::move(name)) {}
+
+  /// Declares every parameter into params_ (config_ is set).
+  virtual void declare_parameters() = 0;
+
+  /// Config values every block relies on; throws ConfigError naming the key.
+  void check_config() const {
+    auto positive = [&](int64_t value, const char* key) {
+      if (value <= 0)
+        throw loom::ConfigError(name_ + ": model config " + key + " = " + std::to_string(value) +
+                                " must be positive");
+    };
+    positive(config_.hidden_size, "hidden_size");
+    positive(config_.num_attention_heads, "num_attention_heads");
+    positive(config_.intermediate_size, "intermediate_size");
+    positive(config_.vocab_size, "vocab_size");
+    positive(config_.max_position_embeddings, "max_position_embeddings");
+    positive(config_.type_vocab_size, "type_vocab_size");
+    if (config_.hidden_size % config_.num_attention_heads != 0)
+      throw loom::ConfigError(
+          name_ + ": model config hidden_size = " + std::to_string(config_.hidden_size) +
+          " is not a multiple of num_attention_heads = " + std::to_string(config_.num_attention_heads));
+    auto probability = [&](float p, const char* key) {
+      if (!(p >= 0.0f && p < 1.0f))
+        throw loom::ConfigError(name_ + ": model config " + key + " = " + std::to_string(p) +
+                                " must be in [0, 1)");
+    };
+    probability(config_.hidden_dropout_prob, "hidden_dropout_prob");
+    probability(config_.attention_probs_dropout_prob, "attention_probs_dropout_prob");
+    probability(config_.classifier_dropout, "classifier_dropout");
+  }
+
+  bool bf16() const { return compute_ == loom::DType::bf16; }
+  loom::Backend& be() const { return *backend_; }
+  loom::Gelu gelu() const {
+    return config_.hidden_act == loom::GeluKind::tanh ? loom::Gelu::tanh : loom::Gelu::erf;
+  }
+
+  /// `x` (f32) as a GEMM operand: itself in f32 compute, else cast into `buffer` (bf16, same shape).
+  loom::Tensor to_compute(const loom::Tensor& x, const loom::Tensor& buffer) const {
+    if (!bf16()) return x;
+    backend_->cast(x, buffer);
+    return buffer;
+  }
+
+  /// y = dropout(x) at `site` (identity when not training or p = 0; y may alias x).
+  void dropout_forward(const loom::StepArgs& step, const loom::Tensor& x, const loom::Tensor& y, float p,
+                       uint64_t site) const {
+    if (step.training == 0 || p == 0.0f) {
+      if (x.data != y.data) backend_->copy(x, y);
+      return;
+    }
+    backend_->dropout_forward(x, y, p, dropout_key(step), site << kDropoutSiteShift);
+  }
+  /// dx = dropout'(dy) with the forward's mask (dx may alias dy).
+  void dropout_backward(const loom::StepArgs& step, const loom::Tensor& dy, const loom::Tensor& dx, float p,
+                        uint64_t site) const {
+    if (step.training == 0 || p == 0.0f) {
+      if (dy.data != dx.data) backend_->copy(dy, dx);
+      return;
+    }
+    backend_->dropout_backward(dy, dx, p, dropout_key(step), site << kDropoutSiteShift);
+  }
+  bool dropout_active(const loom::StepArgs& step, float p) const { return step.training != 0 && p > 0.0f; }
+
+  /// y[N, out] = x[N, in]·Wᵀ (+ bias). x and W in the compute dtype; y f32 when there is a bias.
+  void linear_forward(const loom::Tensor& x, size_t weight, const loom::Tensor& bias,
+                      const loom::Tensor& y) const {
+    backend_->gemm(x, false, params_.view(weight).compute, true, y, 1.0f, 0.0f);
+    if (bias.defined()) backend_->bias_add(y, bias);
+  }
+  /// Gradients of linear_forward: dbias += Σ dy (f32 dy), dW += dy_cᵀ·x, and dx = dy_c·W
+  /// (dx_beta 0: overwrite, 1: accumulate) when dx is given. dy_c is dy in the compute dtype.
+  void linear_backward(const loom::Tensor& dy, const loom::Tensor& dy_c, const loom::Tensor& x, size_t weight,
+                       const loom::Tensor& dbias, const loom::Tensor& dx, float dx_beta) const {
+    if (dbias.defined()) backend_->bias_grad(dy, dbias);
+    backend_->gemm(dy_c, true, x, false, params_.view(weight).grad, 1.0f, 1.0f);
+    if (dx.defined()) backend_->gemm(dy_c, false, params_.view(weight).compute, false, dx, 1.0f, dx_beta);
+  }
+
+  const loom::Tensor& master(size_t i) const { return params_.view(i).master; }
+  const loom::Tensor& grad(size_t i) const { return params_.view(i).grad; }
+  const loom::Tensor& compute(size_t i) const { return params_.view(i).compute; }
+
+  std::string name_;
+  loom::ModelConfig config_{};
+  loom::Backend* backend_ = nullptr;
+  loom::DType compute_ = loom::DType::f32;
+  int32_t index_ = 0;
+  ParameterList params_;
+
+ private:
+  uint64_t dropout_key(const loom::StepArgs& step) const {
+    return mix64(step.dropout_seed ^ mix64(static_cast<uint64_t>(index_) + 1));
+  }
+};
+
+}  // namespace loom_bert

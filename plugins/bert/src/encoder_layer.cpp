@@ -1,0 +1,248 @@
+// block/bert.encoder-layer: one post-LN transformer layer of BERT (dle-bert.md §2.9).
+//
+//   q, k, v  = x·Wqᵀ + bq, x·Wkᵀ + bk, x·Wvᵀ + bv               (B, T, H) → heads (B, nh, T, d)
+//   probs    = softmax(q·kᵀ / √d + key_mask)                     (B, nh, T, T)
+//   ctx      = dropout(probs)·v                                  (B, T, H)
+//   x1       = dropout(ctx·Woᵀ + bo) + x;   h1 = LayerNorm(x1)
+//   u        = h1·Wiᵀ;   g = gelu(u + bi)                        (B, T, I)
+//   x2       = dropout(g·W2ᵀ + b2) + h1;    out = LayerNorm(x2)
+// Saved: q, k, v, probs, ctx (compute dtype), x1, h1, x2 and LayerNorm statistics (f32), u and g
+// (compute dtype), plus bf16 copies of x and h1 in bf16 compute. Dropout masks are regenerated in
+// backward from the Philox key (sites 0: attention probs, 1: attention output, 2: FFN output).
+#include <cmath>
+
+#include "bert_block.hpp"
+#include "components.hpp"
+#include "loom/sdk/plugin.hpp"
+#include "region_carver.hpp"
+
+namespace loom_bert {
+namespace {
+
+using loom::DType;
+using loom::Tensor;
+
+class EncoderLayer final : public BertBlock {
+ public:
+  explicit EncoderLayer(loom::ComponentContext&) : BertBlock("block/bert.encoder-layer") {}
+
+  loom::BlockRole role() const override { return loom::BlockRole::layer; }
+  const char* scope() const override { return "bert.encoder.layer.#"; }
+
+  loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
+    RegionCarver saved(nullptr, 0, {}, name_.c_str());
+    carve_saved(saved, shape.batch, shape.seq);
+    RegionCarver forward_scratch(nullptr, 0, {}, name_.c_str());
+    carve_forward_scratch(forward_scratch, shape.batch, shape.seq);
+    RegionCarver backward_scratch(nullptr, 0, {}, name_.c_str());
+    carve_backward_scratch(backward_scratch, shape.batch, shape.seq);
+    return {saved.used(), std::max(forward_scratch.used(), backward_scratch.used())};
+  }
+
+  void forward(const loom::StepArgs& step, const Tensor& input, const Tensor& output) override {
+    const int64_t B = step.batch->batch, T = step.batch->seq, H = config_.hidden_size, N = B * T;
+    RegionCarver saved_region(step.saved, step.saved_bytes, be().device(), name_.c_str());
+    const Saved s = carve_saved(saved_region, B, T);
+    RegionCarver scratch_region(step.scratch, step.scratch_bytes, be().device(), name_.c_str());
+    const ForwardScratch w = carve_forward_scratch(scratch_region, B, T);
+    const Tensor x = input.reshape({N, H});
+    input_ = x;  // unchanged until backward (block.hpp): the f32 operand of dWq/dWk/dWv
+
+    // Self-attention.
+    const Tensor x_c = to_compute(x, s.x_c);
+    project(x_c, q_weight_, master(q_bias_), w.tmp, s.q);
+    project(x_c, k_weight_, master(k_bias_), w.tmp, s.k);
+    project(x_c, v_weight_, master(v_bias_), w.tmp, s.v);
+    be().gemm(heads(s.q, B, T), false, heads(s.k, B, T), true, w.scores, 1.0f, 0.0f);
+    be().softmax_forward(w.scores, step.batch->attention_bias, attention_scale(), s.probs);
+    const float p_attention = config_.attention_probs_dropout_prob;
+    const Tensor probs_used = dropout_active(step, p_attention) ? w.probs_dropped : s.probs;
+    dropout_forward(step, s.probs, probs_used, p_attention, 0);
+    be().gemm(probs_used, false, heads(s.v, B, T), false, heads(s.ctx, B, T), 1.0f, 0.0f);
+
+    // Attention output: dense, dropout, residual, LayerNorm.
+    linear_forward(s.ctx, out_weight_, master(out_bias_), w.tmp);
+    dropout_forward(step, w.tmp, w.tmp, config_.hidden_dropout_prob, 1);
+    be().add(w.tmp, x, s.x1);
+    be().layernorm_forward(s.x1, master(ln1_gamma_), master(ln1_beta_), config_.layer_norm_eps, s.h1, s.mean1,
+                           s.rstd1);
+
+    // Feed-forward: dense + GELU, dense, dropout, residual, LayerNorm.
+    const Tensor h1_c = to_compute(s.h1, s.h1_c);
+    linear_forward(h1_c, ffn_in_weight_, Tensor{}, s.u);
+    be().bias_gelu_forward(s.u, master(ffn_in_bias_), s.g, gelu());
+    linear_forward(s.g, ffn_out_weight_, master(ffn_out_bias_), w.tmp);
+    dropout_forward(step, w.tmp, w.tmp, config_.hidden_dropout_prob, 2);
+    be().add(w.tmp, s.h1, s.x2);
+    be().layernorm_forward(s.x2, master(ln2_gamma_), master(ln2_beta_), config_.layer_norm_eps,
+                           output.reshape({N, H}), s.mean2, s.rstd2);
+  }
+
+  void backward(const loom::StepArgs& step, const Tensor& d_output, const Tensor& d_input) override {
+    const int64_t B = step.batch->batch, T = step.batch->seq, H = config_.hidden_size, N = B * T;
+    RegionCarver saved_region(step.saved, step.saved_bytes, be().device(), name_.c_str());
+    const Saved s = carve_saved(saved_region, B, T);
+    RegionCarver scratch_region(step.scratch, step.scratch_bytes, be().device(), name_.c_str());
+    const BackwardScratch w = carve_backward_scratch(scratch_region, B, T);
+    const Tensor dy = d_output.reshape({N, H});
+    const Tensor dx = d_input.reshape({N, H});
+    const float p_hidden = config_.hidden_dropout_prob;
+
+    // out = LayerNorm(x2), x2 = dropout(g·W2ᵀ + b2) + h1.
+    be().layernorm_backward(dy, s.x2, master(ln2_gamma_), s.mean2, s.rstd2, w.d_res, grad(ln2_gamma_),
+                            grad(ln2_beta_), false);
+    dropout_backward(step, w.d_res, w.d_dense, p_hidden, 2);
+    linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), s.g, ffn_out_weight_, grad(ffn_out_bias_),
+                    w.d_wide, 0.0f);
+    // g = gelu(u + bi), u = h1·Wiᵀ.
+    be().bias_gelu_backward(w.d_wide, s.u, master(ffn_in_bias_), w.d_wide, grad(ffn_in_bias_), gelu());
+    const Tensor h1_c = bf16() ? s.h1_c : s.h1;
+    linear_backward(w.d_wide, to_compute(w.d_wide, w.d_wide_c), h1_c, ffn_in_weight_, Tensor{}, w.d_dense,
+                    0.0f);
+    be().axpby(1.0f, w.d_res, 1.0f, w.d_dense);  // + residual path into h1
+
+    // h1 = LayerNorm(x1), x1 = dropout(ctx·Woᵀ + bo) + x.
+    be().layernorm_backward(w.d_dense, s.x1, master(ln1_gamma_), s.mean1, s.rstd1, w.d_res, grad(ln1_gamma_),
+                            grad(ln1_beta_), false);
+    dropout_backward(step, w.d_res, w.d_dense, p_hidden, 1);
+    linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), s.ctx, out_weight_, grad(out_bias_),
+                    w.d_ctx, 0.0f);
+
+    // ctx = dropout(probs)·v per head.
+    const float p_attention = config_.attention_probs_dropout_prob;
+    const Tensor d_ctx_c = heads(to_compute(w.d_ctx, w.d_ctx_c), B, T);
+    be().gemm(d_ctx_c, false, heads(s.v, B, T), true, w.d_scores, 1.0f, 0.0f);
+    const Tensor probs_used = dropout_active(step, p_attention) ? w.probs_dropped : s.probs;
+    dropout_forward(step, s.probs, probs_used, p_attention, 0);
+    be().gemm(probs_used, true, d_ctx_c, false, heads(w.d_v, B, T), 1.0f, 0.0f);
+    dropout_backward(step, w.d_scores, w.d_scores, p_attention, 0);
+    be().softmax_backward(w.d_scores, s.probs, attention_scale(), w.d_scores);
+    const Tensor d_scores_c = to_compute(w.d_scores, w.d_scores_c);
+    be().gemm(d_scores_c, false, heads(s.k, B, T), false, heads(w.d_q, B, T), 1.0f, 0.0f);
+    be().gemm(d_scores_c, true, heads(s.q, B, T), false, heads(w.d_k, B, T), 1.0f, 0.0f);
+
+    // q, k, v = x·Wᵀ + b: weight/bias gradients and dx (plus the residual path from x1).
+    const Tensor input_c = bf16() ? s.x_c : input_;
+    linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), input_c, q_weight_, grad(q_bias_), dx, 0.0f);
+    linear_backward(w.d_k, to_compute(w.d_k, w.d_dense_c), input_c, k_weight_, grad(k_bias_), dx, 1.0f);
+    linear_backward(w.d_v, to_compute(w.d_v, w.d_dense_c), input_c, v_weight_, grad(v_bias_), dx, 1.0f);
+    be().axpby(1.0f, w.d_res, 1.0f, dx);
+  }
+
+ private:
+  struct Saved {
+    Tensor x_c, q, k, v, probs, ctx, x1, mean1, rstd1, h1, h1_c, u, g, x2, mean2, rstd2;
+  };
+  struct ForwardScratch {
+    Tensor tmp, scores, probs_dropped;
+  };
+  struct BackwardScratch {
+    Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped,
+        d_q, d_k, d_v;
+  };
+
+  Saved carve_saved(RegionCarver& r, int64_t B, int64_t T) const {
+    const int64_t N = B * T, H = config_.hidden_size, I = config_.intermediate_size,
+                  heads = config_.num_attention_heads;
+    const DType c = compute_;
+    Saved s;
+    s.x_c = r.take_if(bf16(), DType::bf16, {N, H});
+    s.q = r.take(c, {N, H});
+    s.k = r.take(c, {N, H});
+    s.v = r.take(c, {N, H});
+    s.probs = r.take(c, {B, heads, T, T});
+    s.ctx = r.take(c, {N, H});
+    s.x1 = r.take(DType::f32, {N, H});
+    s.mean1 = r.take(DType::f32, {N});
+    s.rstd1 = r.take(DType::f32, {N});
+    s.h1 = r.take(DType::f32, {N, H});
+    s.h1_c = r.take_if(bf16(), DType::bf16, {N, H});
+    s.u = r.take(c, {N, I});
+    s.g = r.take(c, {N, I});
+    s.x2 = r.take(DType::f32, {N, H});
+    s.mean2 = r.take(DType::f32, {N});
+    s.rstd2 = r.take(DType::f32, {N});
+    return s;
+  }
+  ForwardScratch carve_forward_scratch(RegionCarver& r, int64_t B, int64_t T) const {
+    const int64_t N = B * T, H = config_.hidden_size, heads = config_.num_attention_heads;
+    ForwardScratch w;
+    w.tmp = r.take(DType::f32, {N, H});
+    w.scores = r.take(DType::f32, {B, heads, T, T});
+    w.probs_dropped = r.take(compute_, {B, heads, T, T});
+    return w;
+  }
+  BackwardScratch carve_backward_scratch(RegionCarver& r, int64_t B, int64_t T) const {
+    const int64_t N = B * T, H = config_.hidden_size, I = config_.intermediate_size,
+                  heads = config_.num_attention_heads;
+    BackwardScratch w;
+    w.d_res = r.take(DType::f32, {N, H});
+    w.d_dense = r.take(DType::f32, {N, H});
+    w.d_dense_c = r.take_if(bf16(), DType::bf16, {N, H});
+    w.d_wide = r.take(DType::f32, {N, I});
+    w.d_wide_c = r.take_if(bf16(), DType::bf16, {N, I});
+    w.d_ctx = r.take(DType::f32, {N, H});
+    w.d_ctx_c = r.take_if(bf16(), DType::bf16, {N, H});
+    w.d_scores = r.take(DType::f32, {B, heads, T, T});
+    w.d_scores_c = r.take_if(bf16(), DType::bf16, {B, heads, T, T});
+    w.probs_dropped = r.take(compute_, {B, heads, T, T});
+    w.d_q = r.take(DType::f32, {N, H});
+    w.d_k = r.take(DType::f32, {N, H});
+    w.d_v = r.take(DType::f32, {N, H});
+    return w;
+  }
+
+  /// A [B·T, H] activation seen per head: [B, nh, T, d] (strides T·H, d, H, 1; no copy).
+  Tensor heads(const Tensor& x, int64_t B, int64_t T) const {
+    const int64_t nh = config_.num_attention_heads, d = config_.hidden_size / nh;
+    return x.reshape({B, T, nh, d}).permute({0, 2, 1, 3});
+  }
+  float attention_scale() const {
+    return 1.0f / std::sqrt(static_cast<float>(config_.hidden_size / config_.num_attention_heads));
+  }
+  /// out (compute dtype) = x_c·Wᵀ + b, through the f32 `tmp` when out is bf16 (bias_add is f32).
+  void project(const Tensor& x_c, size_t weight, const Tensor& bias, const Tensor& tmp,
+               const Tensor& out) const {
+    if (!bf16()) {
+      linear_forward(x_c, weight, bias, out);
+      return;
+    }
+    linear_forward(x_c, weight, bias, tmp);
+    be().cast(tmp, out);
+  }
+
+  void declare_parameters() override {
+    const int64_t H = config_.hidden_size, I = config_.intermediate_size;
+    q_weight_ = params_.weight("attention.self.query.weight", H, H);
+    q_bias_ = params_.bias("attention.self.query.bias", H);
+    k_weight_ = params_.weight("attention.self.key.weight", H, H);
+    k_bias_ = params_.bias("attention.self.key.bias", H);
+    v_weight_ = params_.weight("attention.self.value.weight", H, H);
+    v_bias_ = params_.bias("attention.self.value.bias", H);
+    out_weight_ = params_.weight("attention.output.dense.weight", H, H);
+    out_bias_ = params_.bias("attention.output.dense.bias", H);
+    ln1_gamma_ = params_.gamma("attention.output.LayerNorm.weight", H);
+    ln1_beta_ = params_.bias("attention.output.LayerNorm.bias", H);
+    ffn_in_weight_ = params_.weight("intermediate.dense.weight", I, H);
+    ffn_in_bias_ = params_.bias("intermediate.dense.bias", I);
+    ffn_out_weight_ = params_.weight("output.dense.weight", H, I);
+    ffn_out_bias_ = params_.bias("output.dense.bias", H);
+    ln2_gamma_ = params_.gamma("output.LayerNorm.weight", H);
+    ln2_beta_ = params_.bias("output.LayerNorm.bias", H);
+  }
+
+  Tensor input_;  // forward's input, [N, H]
+  size_t q_weight_ = 0, q_bias_ = 0, k_weight_ = 0, k_bias_ = 0, v_weight_ = 0, v_bias_ = 0, out_weight_ = 0,
+         out_bias_ = 0, ln1_gamma_ = 0, ln1_beta_ = 0, ffn_in_weight_ = 0, ffn_in_bias_ = 0,
+         ffn_out_weight_ = 0, ffn_out_bias_ = 0, ln2_gamma_ = 0, ln2_beta_ = 0;
+};
+
+}  // namespace
+
+loom_component_desc encoder_layer_component() {
+  return loom::component<loom::Block, EncoderLayer>(
+      "bert.encoder-layer", "0.1.0",
+      "post-LN self-attention (key padding mask) + GELU feed-forward, with dropout");
+}
+
+}  // namespace loom_bert

@@ -1,0 +1,123 @@
+// block/bert.span-head: SQuAD-style span extraction (Hugging Face BertForQuestionAnswering).
+//
+//   logits = h·Wqaᵀ + bqa                   (B, T, 2) → start_logits, end_logits (B, T)
+//   loss   = (CE_mean(start_logits, start_positions) + CE_mean(end_logits, end_positions)) / 2
+// Positions are in [0, T]; T means "ignored" (Hugging Face clamps to T and ignores it). No dropout
+// (NVIDIA's SQuAD head has none). Parameters: qa_outputs.weight [2, H], qa_outputs.bias [2].
+#include "bert_block.hpp"
+#include "components.hpp"
+#include "loom/sdk/plugin.hpp"
+#include "region_carver.hpp"
+
+namespace loom_bert {
+namespace {
+
+using loom::DType;
+using loom::Tensor;
+
+class SpanHead final : public BertBlock {
+ public:
+  explicit SpanHead(loom::ComponentContext&) : BertBlock("block/bert.span-head") {}
+
+  loom::BlockRole role() const override { return loom::BlockRole::head; }
+  const char* scope() const override { return ""; }
+
+  loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
+    RegionCarver saved(nullptr, 0, {}, name_.c_str());
+    carve_saved(saved, shape.batch, shape.seq);
+    RegionCarver scratch(nullptr, 0, {}, name_.c_str());
+    carve_scratch(scratch, shape.batch, shape.seq);
+    return {saved.used(), scratch.used()};
+  }
+
+  void forward(const loom::StepArgs& step, const Tensor& input, const Tensor& output) override {
+    const loom::BatchView& batch = *step.batch;
+    const int64_t B = batch.batch, T = batch.seq, H = config_.hidden_size;
+    RegionCarver region(step.saved, step.saved_bytes, be().device(), name_.c_str());
+    s_ = carve_saved(region, B, T);
+    input_ = input.reshape({B * T, H});
+    linear_forward(to_compute(input_, s_.input_c), weight_, master(bias_), s_.logits);
+    const Tensor pairs = s_.logits.reshape({B, T, 2});
+    be().copy(pairs.select(2, 0), s_.start);
+    be().copy(pairs.select(2, 1), s_.end);
+    if (batch.start_positions.defined() && batch.end_positions.defined()) {
+      be().cross_entropy(s_.start, batch.start_positions, T, T, 1.0f, s_.start_loss, {}, {}, {});
+      be().cross_entropy(s_.end, batch.end_positions, T, T, 1.0f, s_.end_loss, {}, {}, {});
+      be().axpby(0.5f, s_.start_loss, 0.0f, output);
+      be().axpby(0.5f, s_.end_loss, 1.0f, output);
+    } else {
+      be().zero(output);
+    }
+  }
+
+  void backward(const loom::StepArgs& step, const Tensor&, const Tensor& d_input) override {
+    const loom::BatchView& batch = *step.batch;
+    const int64_t B = batch.batch, T = batch.seq, H = config_.hidden_size;
+    RegionCarver region(step.scratch, step.scratch_bytes, be().device(), name_.c_str());
+    const Scratch w = carve_scratch(region, B, T);
+    if (!(batch.start_positions.defined() && batch.end_positions.defined())) {
+      be().zero(d_input);
+      return;
+    }
+    be().cross_entropy(s_.start, batch.start_positions, T, T, 0.5f * step.loss_scale, w.loss, w.d_start, {},
+                       {});
+    be().cross_entropy(s_.end, batch.end_positions, T, T, 0.5f * step.loss_scale, w.loss, w.d_end, {}, {});
+    const Tensor d_pairs = w.d_logits.reshape({B, T, 2});
+    be().copy(w.d_start, d_pairs.select(2, 0));
+    be().copy(w.d_end, d_pairs.select(2, 1));
+    const Tensor input_c = bf16() ? s_.input_c : input_;
+    linear_backward(w.d_logits, to_compute(w.d_logits, w.d_logits_c), input_c, weight_, grad(bias_),
+                    d_input.reshape({B * T, H}), 0.0f);
+  }
+
+  size_t output_count() const override { return 2; }
+  loom::BlockOutput output(size_t index) const override {
+    if (index == 0) return {"start_logits", s_.start};
+    if (index == 1) return {"end_logits", s_.end};
+    throw loom::Error(name_ + ": no output " + std::to_string(index));
+  }
+
+ private:
+  struct Saved {
+    Tensor input_c, logits, start, end, start_loss, end_loss;
+  };
+  struct Scratch {
+    Tensor loss, d_start, d_end, d_logits, d_logits_c;
+  };
+  Saved carve_saved(RegionCarver& r, int64_t B, int64_t T) const {
+    Saved s;
+    s.input_c = r.take_if(bf16(), DType::bf16, {B * T, config_.hidden_size});
+    s.logits = r.take(DType::f32, {B * T, 2});
+    s.start = r.take(DType::f32, {B, T});
+    s.end = r.take(DType::f32, {B, T});
+    s.start_loss = r.take(DType::f32, {1});
+    s.end_loss = r.take(DType::f32, {1});
+    return s;
+  }
+  Scratch carve_scratch(RegionCarver& r, int64_t B, int64_t T) const {
+    Scratch w;
+    w.loss = r.take(DType::f32, {1});
+    w.d_start = r.take(DType::f32, {B, T});
+    w.d_end = r.take(DType::f32, {B, T});
+    w.d_logits = r.take(DType::f32, {B * T, 2});
+    w.d_logits_c = r.take_if(bf16(), DType::bf16, {B * T, 2});
+    return w;
+  }
+  void declare_parameters() override {
+    weight_ = params_.weight("qa_outputs.weight", 2, config_.hidden_size);
+    bias_ = params_.bias("qa_outputs.bias", 2);
+  }
+
+  Saved s_;
+  Tensor input_;
+  size_t weight_ = 0, bias_ = 0;
+};
+
+}  // namespace
+
+loom_component_desc span_head_component() {
+  return loom::component<loom::Block, SpanHead>(
+      "bert.span-head", "0.1.0", "Linear(H, 2) → start/end logits; mean of both cross-entropies");
+}
+
+}  // namespace loom_bert

@@ -1,0 +1,219 @@
+// BlockHarness; see block_harness.hpp.
+#include "block_harness.hpp"
+
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include "loom/sdk/component_kind.hpp"
+
+namespace loom_bert_test {
+
+using loom::host::Component;
+using loom::host::ComponentConfig;
+using loom::host::PluginRegistry;
+
+const PluginRegistry& registry() {
+  static const PluginRegistry instance([] {
+    loom::host::PluginSearchOptions options;
+    options.directories = {LOOM_PLUGIN_DIR};
+    options.default_paths = false;
+    return options;
+  }());
+  return instance;
+}
+
+loom::Backend& cpu_backend(int threads) {
+  static std::map<int, Component<loom::Backend>> backends;
+  auto it = backends.find(threads);
+  if (it == backends.end()) {
+    const auto* entry = registry().find(LOOM_KIND_BACKEND, "cpu");
+    if (entry == nullptr) throw std::runtime_error("backend/cpu not found in " LOOM_PLUGIN_DIR);
+    ComponentConfig config;
+    config.table_name = "backend";
+    config.toml = "threads = " + std::to_string(threads) + "\n";
+    config.table_origin = "test";
+    it = backends.emplace(threads, registry().create<loom::Backend>(*entry, config, false)).first;
+  }
+  return *it->second.get();
+}
+
+loom::ModelConfig small_config(loom::GeluKind gelu) {
+  loom::ModelConfig c = loom::default_model_config();
+  c.vocab_size = 53;
+  c.hidden_size = 24;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 3;
+  c.intermediate_size = 37;
+  c.hidden_act = gelu;
+  c.max_position_embeddings = 16;
+  c.type_vocab_size = 2;
+  c.num_labels = 3;
+  return c;
+}
+
+SmallBatch small_batch(const loom::ModelConfig& config) {
+  SmallBatch b;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> token(1, config.vocab_size - 1);
+  const int32_t lengths[2] = {7, 5};  // row 1 ends in two padding positions
+  for (int64_t r = 0; r < b.batch; ++r)
+    for (int64_t t = 0; t < b.seq; ++t) {
+      const bool real = t < lengths[r];
+      b.ids.push_back(real ? token(rng) : 0);
+      b.types.push_back(real && t >= 3 ? 1 : 0);
+      b.mask.push_back(real ? 1 : 0);
+      b.mlm_labels.push_back(-100);
+    }
+  for (int64_t flat : {1, 4, 6, 9}) b.mlm_labels[static_cast<size_t>(flat)] = token(rng);
+  b.nsp = {0, 1};
+  b.labels = {2, 0};
+  b.start = {1, 2};
+  b.end = {3, 4};
+  return b;
+}
+
+loom::host::HostBatch SmallBatch::view() const {
+  loom::host::HostBatch v;
+  v.batch = batch;
+  v.seq = seq;
+  v.input_ids = ids.data();
+  v.token_type_ids = types.data();
+  v.attention_mask = mask.data();
+  v.mlm_labels = mlm_labels.data();
+  v.next_sentence_labels = nsp.data();
+  v.labels = labels.data();
+  v.start_positions = start.data();
+  v.end_positions = end.data();
+  return v;
+}
+
+BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
+                           const SmallBatch& batch)
+    : config_(config), compute_(compute), backend_(cpu_backend()) {
+  const auto* entry = registry().find(LOOM_KIND_BLOCK, component);
+  if (entry == nullptr) throw std::runtime_error("block/" + component + " not found");
+  ComponentConfig options;
+  options.table_name = "model";
+  block_ = registry().create<loom::Block>(*entry, options, false);
+  const loom::BlockSetup setup{&config_, &backend_, compute, 0};
+  block().setup(setup);
+  std::vector<loom::ParameterView> views;
+  for (size_t i = 0; i < block().parameter_count(); ++i) {
+    specs_.push_back(block().parameter(i));
+    const loom::ParameterSpec& s = specs_.back();
+    size_t n = 1;
+    for (int k = 0; k < s.ndim; ++k) n *= static_cast<size_t>(s.shape[k]);
+    master_.emplace_back(backend_, n * 4);
+    grad_.emplace_back(backend_, n * 4);
+    working_.emplace_back(backend_, n * (compute == loom::DType::bf16 ? 2 : 4));
+    loom::ParameterView v;
+    v.master = loom::Tensor::contiguous(master_.back().data(), loom::DType::f32, s.shape, s.ndim);
+    v.grad = loom::Tensor::contiguous(grad_.back().data(), loom::DType::f32, s.shape, s.ndim);
+    v.compute = compute == loom::DType::bf16
+                    ? loom::Tensor::contiguous(working_.back().data(), loom::DType::bf16, s.shape, s.ndim)
+                    : v.master;
+    views.push_back(v);
+  }
+  block().bind_parameters(views.data(), views.size());
+
+  int64_t masked = 0;
+  for (int32_t label : batch.mlm_labels) masked += label >= 0 ? 1 : 0;
+  const loom::ActivationShape shape{batch.batch, batch.seq, masked};
+  staging_ = std::make_unique<loom::host::BatchStaging>(backend_, shape);
+  batch_view_ = &staging_->upload(batch.view());
+  const size_t hidden = static_cast<size_t>(batch.batch * batch.seq * config.hidden_size);
+  input_ = loom::Buffer(backend_, hidden * 4);
+  d_input_ = loom::Buffer(backend_, hidden * 4);
+  output_ = loom::Buffer(backend_, hidden * 4);
+  d_output_ = loom::Buffer(backend_, hidden * 4);
+  const loom::ActivationBytes bytes = block().activation_bytes(shape);
+  saved_ = loom::Buffer(backend_, bytes.saved);
+  scratch_ = loom::Buffer(backend_, bytes.scratch);
+  std::memset(input_.data(), 0, hidden * 4);
+}
+
+size_t BlockHarness::count(size_t i) const {
+  size_t n = 1;
+  for (int k = 0; k < specs_[i].ndim; ++k) n *= static_cast<size_t>(specs_[i].shape[k]);
+  return n;
+}
+
+void BlockHarness::randomize(uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    float* v = values(i);
+    for (size_t e = 0; e < count(i); ++e) {
+      switch (specs_[i].init) {
+        case loom::ParameterInit::normal:
+          v[e] = scale * normal(rng);
+          break;
+        case loom::ParameterInit::ones:
+          v[e] = 1.0f + 0.1f * normal(rng);
+          break;
+        case loom::ParameterInit::zeros:
+          v[e] = 0.1f * normal(rng);
+          break;
+      }
+    }
+  }
+  for (int64_t e = 0; e < input_count(); ++e) input()[e] = normal(rng);
+  weights_.resize(static_cast<size_t>(input_count()));
+  for (float& w : weights_) w = normal(rng);
+}
+
+void BlockHarness::sync_compute() {
+  if (compute_ != loom::DType::bf16) return;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const loom::Tensor m =
+        loom::Tensor::contiguous(master_[i].data(), loom::DType::f32, {static_cast<int64_t>(count(i))});
+    const loom::Tensor w =
+        loom::Tensor::contiguous(working_[i].data(), loom::DType::bf16, {static_cast<int64_t>(count(i))});
+    backend_.cast(m, w);
+  }
+}
+
+double BlockHarness::objective(bool training) {
+  sync_compute();
+  const loom::BatchView& batch = *batch_view_;
+  loom::StepArgs args{&batch,           saved_.data(),    saved_.bytes(), scratch_.data(),
+                      scratch_.bytes(), training ? 1 : 0, 12345,          1.0f};
+  const loom::Tensor hidden = loom::Tensor::contiguous(input_.data(), loom::DType::f32,
+                                                       {batch.batch, batch.seq, config_.hidden_size});
+  const loom::Tensor out = loom::Tensor::contiguous(output_.data(), loom::DType::f32,
+                                                    {batch.batch, batch.seq, config_.hidden_size});
+  const loom::Tensor loss = loom::Tensor::contiguous(output_.data(), loom::DType::f32, {1});
+  const loom::BlockRole role = block().role();
+  block().forward(args, role == loom::BlockRole::embeddings ? loom::Tensor{} : hidden,
+                  role == loom::BlockRole::head ? loss : out);
+  const float* y = static_cast<const float*>(output_.data());
+  if (role == loom::BlockRole::head) return y[0];
+  double sum = 0.0;
+  for (size_t e = 0; e < weights_.size(); ++e) sum += static_cast<double>(y[e]) * weights_[e];
+  return sum;
+}
+
+double BlockHarness::gradients(bool training) {
+  for (auto& g : grad_) std::memset(g.data(), 0, g.bytes());
+  const double value = objective(training);
+  const loom::BatchView& batch = *batch_view_;
+  loom::StepArgs args{&batch,           saved_.data(),    saved_.bytes(), scratch_.data(),
+                      scratch_.bytes(), training ? 1 : 0, 12345,          1.0f};
+  const loom::Tensor d_out = loom::Tensor::contiguous(d_output_.data(), loom::DType::f32,
+                                                      {batch.batch, batch.seq, config_.hidden_size});
+  const loom::Tensor d_in = loom::Tensor::contiguous(d_input_.data(), loom::DType::f32,
+                                                     {batch.batch, batch.seq, config_.hidden_size});
+  std::memcpy(d_output_.data(), weights_.data(), weights_.size() * 4);
+  const loom::BlockRole role = block().role();
+  block().backward(args, role == loom::BlockRole::head ? loom::Tensor{} : d_out,
+                   role == loom::BlockRole::embeddings ? loom::Tensor{} : d_in);
+  return value;
+}
+
+std::vector<float> BlockHarness::output() const {
+  const float* y = static_cast<const float*>(output_.data());
+  return std::vector<float>(y, y + input_count());
+}
+
+}  // namespace loom_bert_test

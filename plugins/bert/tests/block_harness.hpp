@@ -1,0 +1,79 @@
+// BlockHarness: one BERT block driven directly through the Block interface on backend/cpu, with
+// its parameters in separate buffers, for finite-difference and precision tests.
+//
+// The objective of a layer or embeddings block is L = Σ output ⊙ R for a fixed random R (so
+// dL/doutput = R); of a head it is its loss. Sums are taken in double on the host.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "loom/host/batch_staging.hpp"
+#include "loom/host/component.hpp"
+#include "loom/host/plugin_registry.hpp"
+#include "loom/sdk/backend.hpp"
+#include "loom/sdk/block.hpp"
+
+namespace loom_bert_test {
+
+/// The plugin registry over the build's plugin directory (backend/cpu and the bert blocks).
+const loom::host::PluginRegistry& registry();
+/// backend/cpu with `threads` threads (created once per thread count).
+loom::Backend& cpu_backend(int threads = 1);
+
+/// A small config: hidden 24, 3 heads, intermediate 37, vocab 53 (padded to 56), 16 positions.
+loom::ModelConfig small_config(loom::GeluKind gelu = loom::GeluKind::erf);
+
+/// A batch of 2×7 with padding in row 1, token types, 4 MLM labels, NSP/class labels, spans.
+struct SmallBatch {
+  int64_t batch = 2, seq = 7;
+  std::vector<int32_t> ids, types, mask, mlm_labels, nsp, labels, start, end;
+  loom::host::HostBatch view() const;
+};
+SmallBatch small_batch(const loom::ModelConfig& config);
+
+class BlockHarness {
+ public:
+  BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
+               const SmallBatch& batch);
+
+  loom::Block& block() const { return *block_.get(); }
+  size_t parameter_count() const { return specs_.size(); }
+  const loom::ParameterSpec& spec(size_t i) const { return specs_[i]; }
+  /// Master values of parameter i (host-addressable: backend/cpu).
+  float* values(size_t i) const { return static_cast<float*>(master_[i].data()); }
+  const float* gradient(size_t i) const { return static_cast<const float*>(grad_[i].data()); }
+  size_t count(size_t i) const;
+  /// The block's input [B, T, H] (layers and heads), host-addressable.
+  float* input() const { return static_cast<float*>(input_.data()); }
+  const float* input_gradient() const { return static_cast<const float*>(d_input_.data()); }
+  int64_t input_count() const { return batch_view_->batch * batch_view_->seq * config_.hidden_size; }
+
+  /// Random parameters (weights ~ N(0, scale²), γ ~ 1 + N(0, 0.1²), biases ~ N(0, 0.1²)) and input.
+  void randomize(uint32_t seed, float scale = 0.3f);
+  /// Forward; returns the objective.
+  double objective(bool training);
+  /// Zeroes gradients, runs forward and backward; returns the objective.
+  double gradients(bool training);
+  /// The block output after forward (layers/embeddings) copied to the host.
+  std::vector<float> output() const;
+
+ private:
+  void sync_compute();
+
+  loom::ModelConfig config_;
+  loom::DType compute_;
+  loom::Backend& backend_;
+  loom::host::Component<loom::Block> block_;
+  std::vector<loom::ParameterSpec> specs_;
+  std::vector<loom::Buffer> master_, grad_, working_;
+  std::unique_ptr<loom::host::BatchStaging> staging_;
+  const loom::BatchView* batch_view_ = nullptr;
+  loom::Buffer input_, d_input_, output_, d_output_, saved_, scratch_;
+  std::vector<float> weights_;  // R
+};
+
+}  // namespace loom_bert_test
