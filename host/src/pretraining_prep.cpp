@@ -66,10 +66,10 @@ std::vector<fs::path> input_files(const std::vector<std::string>& inputs) {
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else {
-      throw std::runtime_error(input + ": no such file or directory (--input)");
+      throw std::invalid_argument(input + ": no such file or directory (--input)");
     }
   }
-  if (files.empty()) throw std::runtime_error("--input: no files found in the given paths");
+  if (files.empty()) throw std::invalid_argument("--input: no files found in the given paths");
   return files;
 }
 

@@ -176,5 +176,5 @@ TEST_F(PrepTest, BadOptionsAndInputsAreReportedTogether) {
   }
   PrepOptions missing = options("out");
   missing.inputs = {(root_ / "nowhere").string()};
-  EXPECT_THROW(prep_pretraining(missing, *tokenizer_.get(), nullptr), std::runtime_error);
+  EXPECT_THROW(prep_pretraining(missing, *tokenizer_.get(), nullptr), std::invalid_argument);
 }

@@ -56,7 +56,8 @@ struct PrepSummary {
 };
 
 /// Runs every stage; `progress` receives one human-readable line at a time (may be empty).
-/// Throws std::runtime_error naming the file and what to do on bad input or options.
+/// Throws std::invalid_argument for bad options or missing inputs (all option problems at once),
+/// std::runtime_error naming the file for failures while reading or writing.
 PrepSummary prep_pretraining(const PrepOptions& options, const loom::Tokenizer& tokenizer,
                              const std::function<void(const std::string&)>& progress);
 
