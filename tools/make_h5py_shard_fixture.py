@@ -11,14 +11,25 @@ Rows follow a formula the C++ test recomputes (plugins/datasets/tests/h5py_fixtu
   it), original ids at those positions, input_ids there replaced by [MASK] = 103;
   next_sentence_labels = r % 2.
 h5py_shard_int64.hdf5 holds the same rows stored as int64 (numpy's default integer).
-Needs Debian's python3-h5py (apt-get install python3-h5py); run with /usr/bin/python3.
+Needs Debian's python3-h5py and python3-numpy (installed with apt-get when missing); run with\n/usr/bin/python3.
 Usage: tools/make_h5py_shard_fixture.py [OUTPUT_DIR]
 """
 import os
+import subprocess
 import sys
 
-import h5py
-import numpy as np
+try:
+    import h5py
+    import numpy as np
+except ImportError:
+    # Debian's packages (no PyPI); installed once, then this script starts again.
+    if os.environ.get("LOOM_FIXTURE_APT_TRIED"):
+        sys.exit("make_h5py_shard_fixture: python3-h5py is still missing after apt-get install")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    subprocess.run(sudo + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "python3-h5py",
+                           "python3-numpy"], check=True, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    os.environ["LOOM_FIXTURE_APT_TRIED"] = "1"
+    os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
 
 N, L, P = 12, 32, 5
 CLS, SEP, MASK = 101, 102, 103
