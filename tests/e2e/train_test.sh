@@ -172,5 +172,12 @@ head -1 "$work/predictions.tsv" | grep -q "p(ham)" || fail "predict header lacks
 awk -F'\t' 'NR > 1 { s = $2 + $3; if (s < 0.999 || s > 1.001) bad = 1 } END { exit bad }' "$work/predictions.tsv" \
   || fail "predicted probabilities do not sum to 1"
 
+# 5. loom bench runs the recipe's model and reports throughput and the time split (not timed here).
+"$loom" bench "$work/det-a.toml" --steps 2 --warmup 1 --json > "$work/bench.json" 2> "$work/bench.log" \
+  || { cat "$work/bench.log"; fail "loom bench"; }
+for key in train_sequences_per_second inference_sequences_per_second ms_per_step peak_rss_mib; do
+  grep -q "\"$key\"" "$work/bench.json" || fail "bench JSON lacks $key"
+done
+
 if [ $failures -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "train end-to-end: all passed"

@@ -1,0 +1,144 @@
+// `loom bench RECIPE [--steps N] [--warmup W] [--json]`: steady-state training and inference
+// throughput of the recipe's model, data and precision (no checkpoints, no metrics files):
+// sequences/s, tokens/s, milliseconds per step split into data, forward, backward, optimizer and
+// communication, and the process's peak RSS. Batches come from the recipe's [data], read once
+// before timing starts, so the numbers measure compute, not the data pipeline.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_context.hpp"
+#include "loom/host/batch_staging.hpp"
+#include "loom/host/host_batch_buffers.hpp"
+#include "loom/host/model_setup.hpp"
+#include "loom/host/run_components.hpp"
+#include "loom/host/run_settings.hpp"
+#include "loom/host/trainer.hpp"
+
+namespace loom::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct BenchArguments {
+  RecipeArguments recipe;
+  int steps = 20;
+  int warmup = 3;
+  bool json = false;
+};
+
+void bench(const GlobalOptions& options, const BenchArguments& a) {
+  auto [recipe, registry] = load_and_check(options, a.recipe);
+  const host::RunSettings settings = host::read_run_settings(recipe);
+  host::RunComponents c = host::create_run_components(recipe, *registry);
+  loom::Backend& backend = *c.backend.get();
+  const loom::DatasetSetup setup{0, 1, settings.seed, c.tokenizer ? c.tokenizer.get() : nullptr};
+  c.data.call([&](loom::Dataset& d) { d.open(setup); });
+  const loom::BatchLimits limits = c.data.call([](loom::Dataset& d) { return d.limits(); });
+  host::ModelSetup model = host::build_model(recipe, *registry, backend, *c.precision.get(), &limits);
+  const loom::ActivationShape shape = host::activation_shape_for(limits);
+  model.model->reserve(shape);
+  host::BatchStaging staging(backend, shape);
+  host::HostBatchBuffers buffers(limits);
+  const auto segments = model.model->parameters().segments();
+  const size_t total = model.model->parameters().total_elements();
+  c.optimizer.call([&](loom::Optimizer& o) { o.setup(segments.data(), segments.size(), total); });
+  c.schedule.call([&](loom::Schedule& s) { s.setup(static_cast<uint64_t>(a.steps + a.warmup)); });
+  model.model->initialize(settings.seed);
+  loom::BatchShape batch_shape{};
+  const host::HostBatch batch = c.data.call([&](loom::Dataset& d) { return buffers.next(d, batch_shape); });
+  uint64_t tokens = 0;
+  for (int64_t i = 0; i < batch.batch * batch.seq; ++i) tokens += batch.attention_mask[i] != 0;
+
+  float* master = model.model->master().data_as<float>();
+  float* grads = model.model->grads().data_as<float>();
+  double t_forward = 0, t_backward = 0, t_optimizer = 0, t_comm = 0, t_upload = 0;
+  const double base_lr = c.optimizer.call([](loom::Optimizer& o) { return o.base_lr(); });
+  for (int step = 0; step < a.warmup + a.steps; ++step) {
+    if (step == a.warmup) t_forward = t_backward = t_optimizer = t_comm = t_upload = 0;
+    auto t = Clock::now();
+    model.model->zero_grads();
+    const loom::BatchView& view = staging.upload(batch);
+    t_upload += since(t), t = Clock::now();
+    model.model->forward(view, host::StepSettings{true, host::dropout_key(settings.seed, step, 0, 0)});
+    (void)model.model->loss();
+    t_forward += since(t), t = Clock::now();
+    model.model->backward(1.0f);
+    backend.synchronize();
+    t_backward += since(t), t = Clock::now();
+    c.communicator.call([&](loom::Communicator& m) { m.all_reduce_mean(grads, total); });
+    t_comm += since(t), t = Clock::now();
+    c.optimizer.call([&](loom::Optimizer& o) { o.step(master, grads, {base_lr, 1.0}); });
+    model.model->refresh_compute_weights();
+    t_optimizer += since(t);
+  }
+  const double train_seconds = t_upload + t_forward + t_backward + t_comm + t_optimizer;
+  double t_inference = 0;
+  for (int step = 0; step < a.warmup + a.steps; ++step) {
+    if (step == a.warmup) t_inference = 0;
+    const auto t = Clock::now();
+    model.model->forward(staging.upload(batch), host::StepSettings{false, 0});
+    (void)model.model->loss();
+    t_inference += since(t);
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double n = a.steps;
+  const nlohmann::json result{
+      {"recipe", a.recipe.recipe},
+      {"batch", batch.batch},
+      {"seq", batch.seq},
+      {"steps", a.steps},
+      {"parameters", model.model->parameters().parameter_count()},
+      {"threads", backend.threads()},
+      {"train_sequences_per_second", n * static_cast<double>(batch.batch) / train_seconds},
+      {"train_tokens_per_second", n * static_cast<double>(tokens) / train_seconds},
+      {"inference_sequences_per_second", n * static_cast<double>(batch.batch) / t_inference},
+      {"ms_per_step",
+       {{"upload", 1e3 * t_upload / n},
+        {"forward", 1e3 * t_forward / n},
+        {"backward", 1e3 * t_backward / n},
+        {"communication", 1e3 * t_comm / n},
+        {"optimizer", 1e3 * t_optimizer / n},
+        {"total", 1e3 * train_seconds / n}}},
+      {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
+  if (a.json) {
+    std::cout << result.dump(2) << "\n";
+    return;
+  }
+  const auto& ms = result["ms_per_step"];
+  std::cout << fmt::format(
+      "{}: batch {} × seq {}, {} parameters, {} threads\n"
+      "  training   {:.1f} seq/s, {:.0f} tokens/s; ms/step: forward {:.1f}, backward {:.1f}, optimizer "
+      "{:.1f}, "
+      "communication {:.2f}, upload {:.2f}\n"
+      "  inference  {:.1f} seq/s\n  peak RSS   {:.0f} MiB\n",
+      a.recipe.recipe, batch.batch, batch.seq, result["parameters"].get<uint64_t>(), backend.threads(),
+      result["train_sequences_per_second"].get<double>(), result["train_tokens_per_second"].get<double>(),
+      ms["forward"].get<double>(), ms["backward"].get<double>(), ms["optimizer"].get<double>(),
+      ms["communication"].get<double>(), ms["upload"].get<double>(),
+      result["inference_sequences_per_second"].get<double>(), result["peak_rss_mib"].get<double>());
+}
+
+void register_bench_verb(CLI::App& app, GlobalOptions& options) {
+  auto args = std::make_shared<BenchArguments>();
+  auto* verb = app.add_subcommand("bench", "measure training and inference throughput of a recipe");
+  add_recipe_arguments(*verb, args->recipe);
+  verb->add_option("--steps", args->steps, "timed steps")->check(CLI::Range(1, 100000));
+  verb->add_option("--warmup", args->warmup, "untimed steps first")->check(CLI::Range(0, 1000));
+  verb->add_flag("--json", args->json, "print JSON");
+  add_plugin_flags(*verb, options);
+  verb->callback([&options, args] { bench(options, *args); });
+}
+
+const VerbRegistration registration(&register_bench_verb);
+
+}  // namespace
+}  // namespace loom::cli
