@@ -18,6 +18,20 @@ struct BasicTokenizer::Scratch {
   std::string piece;
 };
 
+namespace {
+
+// Adds a non-ASCII code point, moving the word collected so far from bytes to code points.
+void append_code_point(BasicTokenizer::Scratch& scratch, char32_t c) {
+  if (scratch.ascii) {
+    scratch.word.assign(scratch.bytes.begin(), scratch.bytes.end());
+    scratch.bytes.clear();
+    scratch.ascii = false;
+  }
+  scratch.word.push_back(c);
+}
+
+}  // namespace
+
 BasicTokenizer::BasicTokenizer(const BasicTokenizerOptions& options, std::vector<SpecialToken> specials)
     : options_(options),
       normalizer_(options.lower_case, options.strip_accents),
@@ -68,12 +82,7 @@ void BasicTokenizer::run(const char* text, size_t length, PieceSink& sink, uint6
     const char32_t c = decode_utf8(bytes, length, &position, replacements);
     switch (classify(c)) {
       case CharacterClass::word:
-        if (scratch.ascii) {
-          scratch.word.assign(scratch.bytes.begin(), scratch.bytes.end());
-          scratch.bytes.clear();
-          scratch.ascii = false;
-        }
-        scratch.word.push_back(c);
+        append_code_point(scratch, c);
         break;
       case CharacterClass::whitespace:
         flush_word(scratch, sink);
@@ -85,12 +94,7 @@ void BasicTokenizer::run(const char* text, size_t length, PieceSink& sink, uint6
           scratch.ascii = false;
           flush_word(scratch, sink);
         } else {
-          if (scratch.ascii) {
-            scratch.word.assign(scratch.bytes.begin(), scratch.bytes.end());
-            scratch.bytes.clear();
-            scratch.ascii = false;
-          }
-          scratch.word.push_back(c);
+          append_code_point(scratch, c);
         }
         break;
       case CharacterClass::removed:

@@ -50,8 +50,10 @@ class BasicTokenizer {
   /// `*replacements`.
   void run(const char* text, size_t length, PieceSink& sink, uint64_t* replacements) const;
 
- private:
+  /// Per-call state (defined in the .cpp).
   struct Scratch;
+
+ private:
   void flush_word(Scratch& scratch, PieceSink& sink) const;
   void emit_ascii_word(Scratch& scratch, PieceSink& sink) const;
   void emit_unicode_word(Scratch& scratch, PieceSink& sink) const;

@@ -44,6 +44,9 @@ TEST(BasicTokenizer, CleansControlCharactersWithoutSplitting) {
                      "e\u0085f\uFFFDg"),
             "abcdefg");                              // Cf, Cc, U+FFFD
   EXPECT_EQ(words_of(uncased(), "a\uE000b"), "ab");  // private use (Co) is "control" too
+  // Unassigned (Cn) too: Python's category() says "Cn". (The Rust fast tokenizer keeps such code
+  // points, giving [UNK]; a SpamAssassin line has one: docs/decisions/tokenizer-semantics.md.)
+  EXPECT_EQ(words_of(uncased(), "i\U000B0E39g"), "ig");
 }
 
 TEST(BasicTokenizer, TreatsTabsNewlinesAndUnicodeSpacesAsWhitespace) {
