@@ -210,7 +210,7 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
           }
         }
         if (sentence.ids.empty()) continue;  // nothing left after cleaning (the reference's `if tokens`)
-        if (kept.empty() && report.documents + report.empty_documents > 0) std::fputc('\n', formatted.get());
+        if (kept.empty() && report.documents > 0) std::fputc('\n', formatted.get());
         std::fwrite(sentence.text.data(), 1, sentence.text.size(), formatted.get());
         std::fputc('\n', formatted.get());
         kept.push_back(&sentence.ids);
