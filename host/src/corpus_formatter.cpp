@@ -146,6 +146,7 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
 
   FilePointer formatted = open_for_writing(formatted_path);
   std::vector<FilePointer> spill_files;
+  spill_files.reserve(spills.size());
   for (const auto& path : spills) spill_files.push_back(open_for_writing(path));
   const size_t training_spills = spills.size() - 1;
 
@@ -250,6 +251,7 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
 
   // Duplicate report: every repeated line, most occurrences first.
   std::vector<DuplicateLine> duplicates;
+  duplicates.reserve(repeated.size());
   for (auto& [hash, text] : repeated) duplicates.push_back(DuplicateLine{std::move(text), seen[hash]});
   std::sort(duplicates.begin(), duplicates.end(), [](const DuplicateLine& a, const DuplicateLine& b) {
     return a.occurrences != b.occurrences ? a.occurrences > b.occurrences : a.text < b.text;

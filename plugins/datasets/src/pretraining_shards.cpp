@@ -108,7 +108,7 @@ void PretrainingShards::load_row(uint64_t instance, uint64_t epoch, Row& row) {
   row.ids.assign(loaded_.input_ids.begin() + static_cast<ptrdiff_t>(r * L),
                  loaded_.input_ids.begin() + static_cast<ptrdiff_t>(r * L + length));
   row.types.assign(length, 0);
-  for (size_t c = 0; c < length; ++c) row.types[c] = loaded_.segment_ids[r * L + c];
+  for (size_t c = 0; c < length; ++c) row.types[c] = loaded_.segment_ids[r * L + c] != 0 ? 1 : 0;
   // Position 0 is [CLS], never masked: a 0 marks the end of the list (NVIDIA's loader rule).
   for (size_t p = 0; p < P; ++p) {
     const int32_t position = loaded_.masked_positions[r * P + p];
@@ -120,7 +120,7 @@ void PretrainingShards::load_row(uint64_t instance, uint64_t epoch, Row& row) {
     row.positions.push_back(position);
     row.masked_ids.push_back(loaded_.masked_ids[r * P + p]);
   }
-  row.next_sentence = loaded_.next_sentence[r];
+  row.next_sentence = loaded_.next_sentence[r] != 0 ? 1 : 0;
   if (dynamic_) apply_dynamic_masking(row, masking_, seed(), epoch, instance);
 }
 

@@ -159,7 +159,7 @@ std::vector<SquadFeature> squad_features(const std::vector<SquadExample>& exampl
       bool improved = false;
       for (int32_t s = answer_start; s <= answer_end && !improved; ++s)
         for (int32_t t = answer_end; t >= s && !improved; --t)
-          if (static_cast<size_t>(t - s + 1) == answer.size() &&
+          if (static_cast<size_t>(t) - static_cast<size_t>(s) + 1 == answer.size() &&
               std::equal(answer.begin(), answer.end(), doc_tokens.begin() + s))
             answer_start = s, answer_end = t, improved = true;
     }
