@@ -172,7 +172,24 @@ head -1 "$work/predictions.tsv" | grep -q "p(ham)" || fail "predict header lacks
 awk -F'\t' 'NR > 1 { s = $2 + $3; if (s < 0.999 || s > 1.001) bad = 1 } END { exit bad }' "$work/predictions.tsv" \
   || fail "predicted probabilities do not sum to 1"
 
-# 5. loom bench runs the recipe's model and reports throughput and the time split (not timed here).
+# 5. SIGTERM finishes the current step, writes a checkpoint and exits 0.
+write_recipe signalled 100000 1 8
+"$loom" run "$work/signalled.toml" --quiet > "$work/signalled.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  [ -s "$work/runs/signalled/metrics.jsonl" ] && [ "$(grep -c '"type":"train"' "$work/runs/signalled/metrics.jsonl")" -ge 3 ] && break
+  sleep 0.1
+done
+kill -TERM $pid
+wait $pid
+code=$?
+[ $code -eq 0 ] || fail "SIGTERM: exit code $code, expected 0 ($(cat "$work/signalled.log"))"
+grep -q "^stopped at step" "$work/signalled.log" || fail "SIGTERM: no 'stopped at step' message: $(cat "$work/signalled.log")"
+stopped=$(cat "$work/runs/signalled/checkpoints/latest" 2>/dev/null)
+[ -n "$stopped" ] && (cd "$work/runs/signalled/checkpoints/$stopped" && sha256sum -c --quiet MANIFEST) \
+  || fail "SIGTERM: no verified checkpoint at the stop"
+
+# 6. loom bench runs the recipe's model and reports throughput and the time split (not timed here).
 "$loom" bench "$work/det-a.toml" --steps 2 --warmup 1 --json > "$work/bench.json" 2> "$work/bench.log" \
   || { cat "$work/bench.log"; fail "loom bench"; }
 for key in train_sequences_per_second inference_sequences_per_second ms_per_step peak_rss_mib; do
