@@ -24,16 +24,23 @@ std::vector<float> rows_to_host(loom::Backend& backend, const loom::Tensor& tens
   return host;
 }
 
+std::vector<int32_t> argmax_rows(const std::vector<float>& logits, int64_t classes, size_t rows) {
+  std::vector<int32_t> best(rows, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = logits.data() + r * static_cast<size_t>(classes);
+    for (int64_t c = 1; c < classes; ++c)
+      if (row[c] > row[best[r]]) best[r] = static_cast<int32_t>(c);
+  }
+  return best;
+}
+
 Tally argmax_tally(const std::vector<float>& logits, int64_t classes, const std::vector<int32_t>& labels) {
+  const std::vector<int32_t> predicted = argmax_rows(logits, classes, labels.size());
   Tally tally;
   for (size_t r = 0; r < labels.size(); ++r) {
     if (labels[r] < 0) continue;
-    const float* row = logits.data() + r * static_cast<size_t>(classes);
-    int64_t best = 0;
-    for (int64_t c = 1; c < classes; ++c)
-      if (row[c] > row[best]) best = c;
     tally.total += 1;
-    tally.correct += best == labels[r] ? 1 : 0;
+    tally.correct += predicted[r] == labels[r] ? 1 : 0;
   }
   return tally;
 }
@@ -129,15 +136,10 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
       nsp.correct += n.correct, nsp.total += n.total;
     } else if (task == loom::BatchTask::classification) {
       const loom::Tensor logits = model.output("logits");
-      const std::vector<float> host = rows_to_host(backend, logits);
-      for (int32_t r = 0; r < shape.rows; ++r) {
-        const float* row = host.data() + static_cast<size_t>(r) * static_cast<size_t>(logits.shape[1]);
-        int32_t best = 0;
-        for (int32_t c = 1; c < logits.shape[1]; ++c)
-          if (row[c] > row[best]) best = c;
-        predicted.push_back(best);
-        truth.push_back(batch.labels[r]);
-      }
+      const auto rows = static_cast<size_t>(shape.rows);
+      const std::vector<int32_t> best = argmax_rows(rows_to_host(backend, logits), logits.shape[1], rows);
+      predicted.insert(predicted.end(), best.begin(), best.end());
+      truth.insert(truth.end(), batch.labels, batch.labels + rows);
     }
     if (shape.last_in_epoch) break;
   }

@@ -26,6 +26,9 @@ struct Tally {
 /// Copies a (possibly row-strided) 2-D f32 device tensor into dense host rows.
 std::vector<float> rows_to_host(loom::Backend& backend, const loom::Tensor& tensor);
 
+/// The index of the largest value of each of `rows` rows of `logits` ([rows, classes] row-major).
+std::vector<int32_t> argmax_rows(const std::vector<float>& logits, int64_t classes, size_t rows);
+
 /// Argmax of each row of `logits` ([rows, classes] row-major) against `labels` (negative = skip).
 Tally argmax_tally(const std::vector<float>& logits, int64_t classes, const std::vector<int32_t>& labels);
 
