@@ -115,36 +115,38 @@ def activation(name):
     raise ValueError(f"hidden_act {name!r} not supported")
 
 
-# bf16-mixed emulation (--measure-bf16 only): every GEMM rounds its operands to bfloat16 and
-# accumulates in float32, forward and backward, as Loom's bf16-mixed precision does; everything
-# else (LayerNorm, softmax, GELU, losses, gradients) stays float32.
-EMULATE_BF16 = False
+# bf16-mixed / fp16-mixed emulation (--measure only): every GEMM rounds its operands to bfloat16 or
+# float16 and accumulates in float32, forward and backward, as Loom's 16-bit precisions do;
+# everything else (LayerNorm, softmax, GELU, losses, gradients) stays float32. Gradients entering an
+# fp16 GEMM carry the loss scale `loom debug-step` uses (1024), so they are rounded as Loom rounds them.
+EMULATE_DTYPE = None
+FP16_LOSS_SCALE = 1024.0
 
 
-def to_bf16(x):
-    return x.to(torch.bfloat16).to(torch.float32)
+def rounded(x, scale=1.0):
+    return (x * scale).to(EMULATE_DTYPE).to(torch.float32) / scale
 
 
-class Bf16MatMul(torch.autograd.Function):
+class RoundedMatMul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return torch.matmul(to_bf16(a), to_bf16(b))
+        return torch.matmul(rounded(a), rounded(b))
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        g = to_bf16(grad)
-        return torch.matmul(g, to_bf16(b).transpose(-1, -2)), torch.matmul(to_bf16(a).transpose(-1, -2), g)
+        g = rounded(grad, FP16_LOSS_SCALE if EMULATE_DTYPE == torch.float16 else 1.0)
+        return torch.matmul(g, rounded(b).transpose(-1, -2)), torch.matmul(rounded(a).transpose(-1, -2), g)
 
 
 def matmul(a, b):
-    return Bf16MatMul.apply(a, b) if EMULATE_BF16 else torch.matmul(a, b)
+    return RoundedMatMul.apply(a, b) if EMULATE_DTYPE is not None else torch.matmul(a, b)
 
 
 def dense(linear, x):
     """nn.Linear through `matmul` (x flattened to rows so the weight gradient needs no reduction)."""
-    if not EMULATE_BF16:
+    if EMULATE_DTYPE is None:
         return linear(x)
     rows = matmul(x.reshape(-1, x.shape[-1]), linear.weight.t()).reshape(*x.shape[:-1], linear.weight.shape[0])
     return rows if linear.bias is None else rows + linear.bias
@@ -514,9 +516,9 @@ def relative_error(actual, expected, floor=1e-6):
     return float((actual - expected).abs().max() / max(float(expected.abs().max()), floor))
 
 
-def measure_precision(case_dir, emulate_bf16):
-    """Worst error of the float32 twin (bf16-emulated or not) against a fixture's float64 values."""
-    global EMULATE_BF16
+def measure_precision(case_dir, emulate_dtype):
+    """Worst error of the float32 twin (16-bit GEMMs emulated or not) against a fixture's float64 values."""
+    global EMULATE_DTYPE
     with open(os.path.join(case_dir, "config.json")) as f:
         config = json.load(f)
     with open(os.path.join(case_dir, "batch.json")) as f:
@@ -527,14 +529,14 @@ def measure_precision(case_dir, emulate_bf16):
     weights, _ = load_safetensors(os.path.join(case_dir, "model.safetensors"))
     model = BertForPreTraining(config)
     model.load_state_dict({n: w for n, w in weights.items() if n in expected_grads}, strict=False)
-    EMULATE_BF16 = emulate_bf16
+    EMULATE_DTYPE = emulate_dtype
     try:
         loss, mlm, nsp, scores, nsp_logits = model(batch["input_ids"], batch["token_type_ids"],
                                                    batch["attention_mask"], batch["labels"],
                                                    batch["next_sentence_label"])
         loss.backward()
     finally:
-        EMULATE_BF16 = False
+        EMULATE_DTYPE = None
     labelled = batch["labels"] != -100
     losses = max(relative_error(value.item(), expected[key])
                  for key, value in (("loss", loss), ("mlm_loss", mlm), ("nsp_loss", nsp)))
@@ -552,12 +554,13 @@ def main():
     parser.add_argument("--fixture", help="with --check-loom-file: a fixture directory whose batch to run and "
                                           "whose expected.json to match")
     parser.add_argument("--measure", action="store_true",
-                        help="print the float32 and bf16-emulated twin's errors against every fixture")
+                        help="print the float32, bf16- and fp16-emulated twin's errors against every fixture")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.measure:
         for name in sorted(os.listdir(PARITY_DIR)):
-            for label, emulate in (("fp32", False), ("bf16-emulated", True)):
+            for label, emulate in (("fp32", None), ("bf16-emulated", torch.bfloat16),
+                                   ("fp16-emulated", torch.float16)):
                 losses, logits, (grads, worst) = measure_precision(os.path.join(PARITY_DIR, name), emulate)
                 print(f"{name:32s} {label:14s} losses {losses:.2e}  logits {logits:.2e}  "
                       f"grads {grads:.2e} ({worst})")

@@ -2,7 +2,7 @@
 // parity checks against PyTorch (issue 3 item 6).
 //
 //   loom debug-step --model-config CONFIG.json --weights MODEL.safetensors --batch BATCH.json
-//                   --out OUT.json [--grads GRADS.safetensors] [--precision fp32|bf16-mixed]
+//                   --out OUT.json [--grads GRADS.safetensors] [--precision fp32|bf16-mixed|fp16-mixed]
 //
 // OUT.json: {"loss", "mlm_loss", "nsp_loss", "seq_relationship_logits": [[a, b], ...],
 // "masked_prediction_logits": [[V floats] per labelled position, (batch, position) row-major]}.
@@ -77,7 +77,9 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   std::vector<std::string> blocks = {"bert.embeddings"};
   for (int32_t i = 0; i < config.num_hidden_layers; ++i) blocks.push_back("bert.encoder-layer");
   blocks.push_back("bert.pretraining-heads");
-  const loom::DType dtype = args.precision == "bf16-mixed" ? loom::DType::bf16 : loom::DType::f32;
+  const loom::DType dtype = args.precision == "bf16-mixed"   ? loom::DType::bf16
+                            : args.precision == "fp16-mixed" ? loom::DType::f16
+                                                             : loom::DType::f32;
   host::Model model(*registry, blocks, config, backend, dtype);
 
   const host::SafetensorsFile weights = host::SafetensorsFile::open(args.weights);
@@ -103,7 +105,10 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
       batch.num_masked() > 0
           ? as_matrix(read_rows(backend, model.output("masked_prediction_logits")), config.vocab_size)
           : nlohmann::json::array();
-  model.backward(1.0f);
+  // fp16: a fixed loss scale keeps small gradients representable in the f16 GEMM operands, as the
+  // dynamic scaler would in training; the gradients are unscaled before they are written.
+  const float loss_scale = dtype == loom::DType::f16 ? 1024.0f : 1.0f;
+  model.backward(loss_scale);
   backend.synchronize();
 
   std::ofstream file(args.out);
@@ -113,8 +118,14 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
 
   if (!args.grads.empty()) {
     std::vector<host::CheckpointTensor> grads;
-    for (const auto& entry : model.parameters().entries())
-      grads.push_back(host::CheckpointTensor{entry.name, entry.shape, model.grad(entry).data_as<float>()});
+    std::vector<std::vector<float>> unscaled;
+    unscaled.reserve(model.parameters().entries().size());
+    for (const auto& entry : model.parameters().entries()) {
+      const float* grad = model.grad(entry).data_as<float>();
+      unscaled.emplace_back(grad, grad + entry.count);
+      for (float& g : unscaled.back()) g /= loss_scale;
+      grads.push_back(host::CheckpointTensor{entry.name, entry.shape, unscaled.back().data()});
+    }
     host::save_bert_checkpoint(args.grads, grads, aliases, {{"content", "gradients of loss"}});
   }
 }
@@ -130,8 +141,8 @@ void register_debug_step(CLI::App& app, GlobalOptions& options) {
       ->required();
   verb->add_option("--out", args->out, "output JSON (losses and logits)")->required();
   verb->add_option("--grads", args->grads, "write every parameter's gradient here (safetensors)");
-  verb->add_option("--precision", args->precision, "fp32 or bf16-mixed")
-      ->check(CLI::IsMember({"fp32", "bf16-mixed"}));
+  verb->add_option("--precision", args->precision, "fp32, bf16-mixed or fp16-mixed")
+      ->check(CLI::IsMember({"fp32", "bf16-mixed", "fp16-mixed"}));
   verb->add_option("--backend", args->backend, "backend component (default cpu)");
   add_plugin_flags(*verb, options);
   verb->callback([&options, args] { run_debug_step(options, *args); });

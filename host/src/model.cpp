@@ -44,9 +44,10 @@ Model::Model(const PluginRegistry& registry, const std::vector<std::string>& blo
     : config_(config), backend_(backend), compute_dtype_(compute_dtype) {
   if (block_names.size() < 2)
     throw std::invalid_argument("a model needs at least an embeddings block and a head ([model] blocks)");
-  if (compute_dtype != loom::DType::f32 && compute_dtype != loom::DType::bf16)
+  if (compute_dtype != loom::DType::f32 && compute_dtype != loom::DType::bf16 &&
+      compute_dtype != loom::DType::f16)
     throw std::invalid_argument(
-        fmt::format("compute dtype {} is not supported (f32 or bf16)", loom::dtype_name(compute_dtype)));
+        fmt::format("compute dtype {} is not supported (f32, bf16 or f16)", loom::dtype_name(compute_dtype)));
   std::vector<std::string> seen;
   for (const auto& name : block_names) add_block(registry, name, seen);
 
@@ -63,7 +64,7 @@ Model::Model(const PluginRegistry& registry, const std::vector<std::string>& blo
   const size_t total = table_.total_elements();
   master_ = loom::Buffer(backend_, total * sizeof(float));
   grads_ = loom::Buffer(backend_, total * sizeof(float));
-  if (compute_dtype_ == loom::DType::bf16) compute_ = loom::Buffer(backend_, total * 2);
+  if (compute_dtype_ != loom::DType::f32) compute_ = loom::Buffer(backend_, total * 2);
   backend_.zero(master());
   backend_.zero(grads());
   bind_blocks();
@@ -125,9 +126,9 @@ void Model::bind_blocks() {
         loom::ParameterView view;
         view.master = master(*entry);
         view.grad = grad(*entry);
-        if (compute_dtype_ == loom::DType::bf16) {
+        if (compute_dtype_ != loom::DType::f32) {
           view.compute = view.master;
-          view.compute.dtype = loom::DType::bf16;
+          view.compute.dtype = compute_dtype_;
           view.compute.data = static_cast<char*>(compute_.data()) + entry->offset * 2;
         } else {
           view.compute = view.master;
@@ -173,9 +174,9 @@ void Model::initialize(uint64_t seed) {
 }
 
 void Model::refresh_compute_weights() {
-  if (compute_dtype_ != loom::DType::bf16) return;
+  if (compute_dtype_ == loom::DType::f32) return;
   const loom::Tensor working = loom::Tensor::contiguous(
-      compute_.data(), loom::DType::bf16, {static_cast<int64_t>(table_.total_elements())}, backend_.device());
+      compute_.data(), compute_dtype_, {static_cast<int64_t>(table_.total_elements())}, backend_.device());
   backend_.cast(master(), working);
 }
 

@@ -56,6 +56,7 @@ class BertForPreTraining(nn.Module):
         self.transform_norm = nn.LayerNorm(h, eps=c.get("layer_norm_eps", 1e-12))
         self.decoder_bias = nn.Parameter(torch.zeros(c["vocab_size"]))
         self.gelu = self.layers[0].gelu
+        self.apply(lambda m: init_like_hugging_face(m, c.get("initializer_range", 0.02)))
 
     def forward(self, ids, types, attention_mask, masked_rows, masked_labels, nsp_labels):
         b, t = ids.shape
@@ -67,9 +68,22 @@ class BertForPreTraining(nn.Module):
         pooled = torch.tanh(self.pooler(x[:, 0]))
         nsp_loss = F.cross_entropy(self.nsp(pooled), nsp_labels)
         rows = x.reshape(b * t, -1).index_select(0, masked_rows)  # the masked positions only
-        z = self.transform_norm(F.gelu(self.transform(rows), approximate=self.gelu))
+        # .float(): CPU autocast in PyTorch 1.13 leaves layer_norm out of its lists (bf16 in, fp32 weight).
+        z = self.transform_norm(F.gelu(self.transform(rows), approximate=self.gelu).float())
         logits = F.linear(z, self.words.weight, self.decoder_bias)
         return F.cross_entropy(logits.float(), masked_labels) + nsp_loss
+
+
+def init_like_hugging_face(module, std):
+    """BertPreTrainedModel._init_weights, as Loom initialises. PyTorch's own N(0, 1) embeddings would
+    give logits of std ~16 whose softmax gradients are mostly denormal — 10x slower GEMMs on CPU."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        module.weight.data.normal_(0.0, std)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        module.bias.data.zero_()
+    if isinstance(module, nn.LayerNorm):
+        module.weight.data.fill_(1.0)
+        module.bias.data.zero_()
 
 
 def main():

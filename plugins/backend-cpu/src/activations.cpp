@@ -74,8 +74,8 @@ void gelu_backward_rows(const float* dy, const S* x, const float* bias, float* d
 void CpuBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
                                    loom::Gelu variant) {
   const ArgumentChecks check("bias_gelu_forward");
-  check.tensor("x", x, {DType::f32, DType::bf16});
-  check.tensor("y", y, {DType::f32, DType::bf16});
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
   check.same_shape("x", x, "y", y);
   const int64_t cols = check.columns("x", x);
   if (check.optional("bias", bias, {DType::f32})) check.shape("bias", bias, {cols});
@@ -95,7 +95,7 @@ void CpuBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& 
                                     const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) {
   const ArgumentChecks check("bias_gelu_backward");
   check.tensor("dy", dy, {DType::f32});
-  check.tensor("x", x, {DType::f32, DType::bf16});
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
   check.tensor("dx", dx, {DType::f32});
   check.same_shape("dy", dy, "x", x);
   check.same_shape("dy", dy, "dx", dx);

@@ -1,4 +1,4 @@
-// backend/cpu: the Backend op set on the host CPU, fp32 everywhere and bf16 where the SDK allows.
+// backend/cpu: the Backend op set on the host CPU, fp32 everywhere and bf16/f16 where the SDK allows.
 //
 // Threads: one OpenMP pool — the same runtime Debian's oneDNN is built with (libgomp) — sized by
 // the `threads` option. Our loops run with num_threads(threads) and every oneDNN call runs with
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/plugin.hpp"
@@ -85,8 +86,14 @@ class CpuBackend final : public loom::Backend {
   void check_finite(const loom::Tensor& x, const loom::Tensor& flag) override;
 
  private:
+  /// gemm with f16 a and b (f16_gemm.cpp): widened to f32 in `widened_`, multiplied in f32.
+  void gemm_widening_f16(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
+                         const loom::Tensor& c, float alpha, float beta);
+
   int threads_;
   std::unique_ptr<OneDnnGemm> gemm_;
+  /// f32 copies of f16 GEMM operands a, b, c; grown to the largest product seen, then reused.
+  std::vector<float> widened_[3];
 };
 
 /// Below this many elements an op runs on the calling thread: waking the pool costs more.

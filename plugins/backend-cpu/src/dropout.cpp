@@ -70,8 +70,8 @@ void check_probability(const ArgumentChecks& check, float p) {
 void CpuBackend::dropout_forward(const loom::Tensor& x, const loom::Tensor& y, float p, uint64_t seed,
                                  uint64_t offset) {
   const ArgumentChecks check("dropout_forward");
-  check.tensor("x", x, {DType::f32, DType::bf16});
-  check.tensor("y", y, {DType::f32, DType::bf16});
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
   check.same_shape("x", x, "y", y);
   check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
   check_probability(check, p);

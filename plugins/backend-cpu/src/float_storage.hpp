@@ -1,8 +1,8 @@
-// Loads and stores of f32/bf16 activations as f32, and dispatch on a float dtype.
+// Loads and stores of f32/bf16/f16 activations as f32, and dispatch on a float dtype.
 //
-// Kernels are templates over the storage type S (float or BFloat16); arithmetic is always f32.
-// The bf16 paths are plain integer shifts and the RNE formula of loom/sdk/float16.hpp, written so
-// the compiler vectorises them with the surrounding loop.
+// Kernels are templates over the storage type S (float, BFloat16 or Half); arithmetic is always
+// f32. The 16-bit paths are the integer formulas of loom/sdk/float16.hpp (round to nearest even),
+// written so the compiler vectorises them with the surrounding loop.
 #pragma once
 
 #include <string>
@@ -36,7 +36,7 @@ inline void store(Half* p, int64_t i, float v) {
   p[i].bits = loom::f32_to_f16_bits(v);
 }
 
-/// Calls `body(S{})` with S = float or BFloat16 matching `dtype` (other dtypes: error naming op).
+/// Calls `body(S{})` with S = float, BFloat16 or Half matching `dtype` (other dtypes: error naming op).
 template <typename Body>
 void with_float_storage(DType dtype, const char* op, Body&& body) {
   switch (dtype) {
@@ -46,20 +46,13 @@ void with_float_storage(DType dtype, const char* op, Body&& body) {
     case DType::bf16:
       body(BFloat16{});
       return;
+    case DType::f16:
+      body(Half{});
+      return;
     default:
       throw loom::Error(std::string(op) + ": dtype " + loom::dtype_name(dtype) +
-                        " is not supported (f32 or bf16)");
+                        " is not supported (f32, bf16 or f16)");
   }
-}
-
-/// As with_float_storage, also accepting f16.
-template <typename Body>
-void with_any_float_storage(DType dtype, const char* op, Body&& body) {
-  if (dtype == DType::f16) {
-    body(Half{});
-    return;
-  }
-  with_float_storage(dtype, op, body);
 }
 
 }  // namespace loom_cpu

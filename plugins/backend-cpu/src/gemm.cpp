@@ -1,4 +1,5 @@
-// gemm: validation of the strided (batched) matrix views, then oneDNN (onednn_gemm.cpp).
+// gemm: validation of the strided (batched) matrix views, then oneDNN (onednn_gemm.cpp); f16
+// operands go through f16_gemm.cpp.
 #include "argument_checks.hpp"
 #include "cpu_backend.hpp"
 #include "onednn_gemm.hpp"
@@ -45,8 +46,16 @@ void CpuBackend::gemm(const loom::Tensor& a, bool transpose_a, const loom::Tenso
   else if (a.dtype == DType::bf16)
     check.require(c.dtype == DType::f32 || c.dtype == DType::bf16,
                   "bf16 inputs need an f32 or bf16 c, got " + c.describe());
+  else if (a.dtype == DType::f16)
+    check.require(c.dtype == DType::f32 || c.dtype == DType::f16,
+                  "f16 inputs need an f32 or f16 c, got " + c.describe());
   else
-    check.fail(std::string("inputs must be f32 or bf16, got ") + loom::dtype_name(a.dtype));
+    check.fail(std::string("inputs must be f32, bf16 or f16, got ") + loom::dtype_name(a.dtype));
+
+  if (a.dtype == DType::f16) {
+    gemm_widening_f16(a, transpose_a, b, transpose_b, c, alpha, beta);
+    return;
+  }
 
   const StoredMatrix sa = stored_matrix(check, "a", a), sb = stored_matrix(check, "b", b),
                      sc = stored_matrix(check, "c", c);

@@ -102,8 +102,8 @@ void CpuBackend::layernorm_forward(const loom::Tensor& x, const loom::Tensor& ga
                                    float eps, const loom::Tensor& y, const loom::Tensor& mean,
                                    const loom::Tensor& rstd) {
   const ArgumentChecks check("layernorm_forward");
-  check.tensor("x", x, {DType::f32, DType::bf16});
-  check.tensor("y", y, {DType::f32, DType::bf16});
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
   check.same_shape("x", x, "y", y);
   const int64_t cols = check.columns("x", x);
   check.require(cols > 0, "x has no columns");
@@ -137,7 +137,7 @@ void CpuBackend::layernorm_backward(const loom::Tensor& dy, const loom::Tensor& 
                                     const loom::Tensor& dbeta, bool accumulate_dx) {
   const ArgumentChecks check("layernorm_backward");
   check.tensor("dy", dy, {DType::f32});
-  check.tensor("x", x, {DType::f32, DType::bf16});
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
   check.tensor("dx", dx, {DType::f32});
   check.same_shape("dy", dy, "x", x);
   check.same_shape("dy", dy, "dx", dx);

@@ -84,7 +84,7 @@ void CpuBackend::check_finite(const loom::Tensor& x, const loom::Tensor& flag) {
   check.tensor("flag", flag, {DType::i32});
   check.require(flag.numel() == 1, "flag " + flag.describe() + " must hold one element");
   bool finite = true;
-  with_any_float_storage(x.dtype, "check_finite", [&](auto t) {
+  with_float_storage(x.dtype, "check_finite", [&](auto t) {
     finite = all_finite(static_cast<const decltype(t)*>(x.data), x.numel(), threads_);
   });
   if (!finite) *static_cast<int32_t*>(flag.data) = 1;

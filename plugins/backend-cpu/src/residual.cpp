@@ -54,9 +54,9 @@ void CpuBackend::bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) {
 
 void CpuBackend::add(const loom::Tensor& a, const loom::Tensor& b, const loom::Tensor& out) {
   const ArgumentChecks check("add");
-  check.tensor("a", a, {DType::f32, DType::bf16});
-  check.tensor("b", b, {DType::f32, DType::bf16});
-  check.tensor("out", out, {DType::f32, DType::bf16});
+  check.tensor("a", a, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("b", b, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("out", out, {DType::f32, DType::bf16, DType::f16});
   check.same_shape("a", a, "out", out);
   check.same_shape("b", b, "out", out);
   const int64_t n = out.numel();

@@ -97,8 +97,8 @@ void CpuBackend::additive_key_mask(const loom::Tensor& attention_mask, const loo
 void CpuBackend::softmax_forward(const loom::Tensor& scores, const loom::Tensor& key_mask, float scale,
                                  const loom::Tensor& probs) {
   const ArgumentChecks check("softmax_forward");
-  check.tensor("scores", scores, {DType::f32, DType::bf16});
-  check.tensor("probs", probs, {DType::f32, DType::bf16});
+  check.tensor("scores", scores, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("probs", probs, {DType::f32, DType::bf16, DType::f16});
   check.same_shape("scores", scores, "probs", probs);
   check.require(scores.data != probs.data || scores.dtype == probs.dtype,
                 "probs may alias scores only with the same dtype");
@@ -128,7 +128,7 @@ void CpuBackend::softmax_backward(const loom::Tensor& dprobs, const loom::Tensor
                                   const loom::Tensor& dscores) {
   const ArgumentChecks check("softmax_backward");
   check.tensor("dprobs", dprobs, {DType::f32});
-  check.tensor("probs", probs, {DType::f32, DType::bf16});
+  check.tensor("probs", probs, {DType::f32, DType::bf16, DType::f16});
   check.tensor("dscores", dscores, {DType::f32});
   check.same_shape("dprobs", dprobs, "probs", probs);
   check.same_shape("dprobs", dprobs, "dscores", dscores);

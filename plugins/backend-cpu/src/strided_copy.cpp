@@ -143,8 +143,8 @@ void CpuBackend::cast(const loom::Tensor& src, const loom::Tensor& dst) {
   check.tensor("dst", dst, {DType::f32, DType::bf16, DType::f16});
   check.same_shape("src", src, "dst", dst);
   const int64_t n = src.numel();
-  with_any_float_storage(src.dtype, "cast", [&](auto s_tag) {
-    with_any_float_storage(dst.dtype, "cast", [&](auto d_tag) {
+  with_float_storage(src.dtype, "cast", [&](auto s_tag) {
+    with_float_storage(dst.dtype, "cast", [&](auto d_tag) {
       using S = decltype(s_tag);
       using D = decltype(d_tag);
       const S* s = static_cast<const S*>(src.data);

@@ -96,6 +96,20 @@ inline std::vector<float> from_bf16(const std::vector<loom::BFloat16>& v) {
   return out;
 }
 
+/// f16 copies of f32 values (round to nearest even).
+inline std::vector<loom::Half> to_f16(const std::vector<float>& v) {
+  std::vector<loom::Half> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_f16(v[i]);
+  return out;
+}
+
+/// f32 values of f16 data.
+inline std::vector<float> from_f16(const std::vector<loom::Half>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_f32(v[i]);
+  return out;
+}
+
 /// The backend most tests use: two threads, so parallel paths run even on small shapes.
 inline loom_cpu::CpuBackend& backend() {
   static loom_cpu::CpuBackend instance(2);

@@ -29,9 +29,10 @@ class BertBlock : public loom::Block {
   void setup(const loom::BlockSetup& setup) override {
     if (setup.config == nullptr || setup.backend == nullptr)
       throw loom::Error(name_ + ": setup without config or backend");
-    if (setup.compute_dtype != loom::DType::f32 && setup.compute_dtype != loom::DType::bf16)
+    if (setup.compute_dtype != loom::DType::f32 && setup.compute_dtype != loom::DType::bf16 &&
+        setup.compute_dtype != loom::DType::f16)
       throw loom::UnsupportedError(name_ + ": compute dtype " + loom::dtype_name(setup.compute_dtype) +
-                                   " is not supported (f32 or bf16)");
+                                   " is not supported (f32, bf16 or f16)");
     config_ = *setup.config;
     backend_ = setup.backend;
     compute_ = setup.compute_dtype;
@@ -80,15 +81,17 @@ class BertBlock : public loom::Block {
     probability(config_.classifier_dropout, "classifier_dropout");
   }
 
-  bool bf16() const { return compute_ == loom::DType::bf16; }
+  /// 16-bit compute (bf16 or f16): GEMM operands are copies in compute_dtype(), not the f32 tensors.
+  bool reduced() const { return compute_ != loom::DType::f32; }
+  loom::DType compute_dtype() const { return compute_; }
   loom::Backend& be() const { return *backend_; }
   loom::Gelu gelu() const {
     return config_.hidden_act == loom::GeluKind::tanh ? loom::Gelu::tanh : loom::Gelu::erf;
   }
 
-  /// `x` (f32) as a GEMM operand: itself in f32 compute, else cast into `buffer` (bf16, same shape).
+  /// `x` (f32) as a GEMM operand: itself in f32 compute, else cast into `buffer` (compute dtype).
   loom::Tensor to_compute(const loom::Tensor& x, const loom::Tensor& buffer) const {
-    if (!bf16()) return x;
+    if (!reduced()) return x;
     backend_->cast(x, buffer);
     return buffer;
   }

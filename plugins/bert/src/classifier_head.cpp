@@ -49,7 +49,7 @@ class ClassifierHead final : public PoolerHead {
     if (!batch.labels.defined()) return;
     be().cross_entropy(s_.logits, batch.labels, config_.num_labels, loom::kIgnoreIndex, step.loss_scale,
                        w.loss, w.d_logits, {}, {});
-    const Tensor dropped_c = bf16() ? s_.dropped_c : s_.dropped;
+    const Tensor dropped_c = reduced() ? s_.dropped_c : s_.dropped;
     linear_backward(w.d_logits, to_compute(w.d_logits, w.d_logits_c), dropped_c, classifier_weight_,
                     grad(classifier_bias_), w.d_pooled, 0.0f);
     dropout_backward(step, w.d_pooled, w.d_pooled, config_.classifier_dropout, 0);
@@ -74,7 +74,7 @@ class ClassifierHead final : public PoolerHead {
     Saved s;
     s.pooler = carve_pooler(r, B);
     s.dropped = r.take(DType::f32, {B, config_.hidden_size});
-    s.dropped_c = r.take_if(bf16(), DType::bf16, {B, config_.hidden_size});
+    s.dropped_c = r.take_if(reduced(), compute_dtype(), {B, config_.hidden_size});
     s.logits = r.take(DType::f32, {B, config_.num_labels});
     return s;
   }
@@ -82,9 +82,9 @@ class ClassifierHead final : public PoolerHead {
     Scratch w;
     w.loss = r.take(DType::f32, {1});
     w.d_logits = r.take(DType::f32, {B, config_.num_labels});
-    w.d_logits_c = r.take_if(bf16(), DType::bf16, {B, config_.num_labels});
+    w.d_logits_c = r.take_if(reduced(), compute_dtype(), {B, config_.num_labels});
     w.d_pooled = r.take(DType::f32, {B, config_.hidden_size});
-    w.d_pooled_c = r.take_if(bf16(), DType::bf16, {B, config_.hidden_size});
+    w.d_pooled_c = r.take_if(reduced(), compute_dtype(), {B, config_.hidden_size});
     return w;
   }
   void declare_parameters() override {

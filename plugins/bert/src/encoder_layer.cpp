@@ -7,7 +7,7 @@
 //   u        = h1·Wiᵀ;   g = gelu(u + bi)                        (B, T, I)
 //   x2       = dropout(g·W2ᵀ + b2) + h1;    out = LayerNorm(x2)
 // Saved: q, k, v, probs, ctx (compute dtype), x1, h1, x2 and LayerNorm statistics (f32), u and g
-// (compute dtype), plus bf16 copies of x and h1 in bf16 compute. Dropout masks are regenerated in
+// (compute dtype), plus 16-bit copies of x and h1 in bf16/f16 compute. Dropout masks are regenerated in
 // backward from the Philox key (sites 0: attention probs, 1: attention output, 2: FFN output).
 #include <cmath>
 
@@ -96,7 +96,7 @@ class EncoderLayer final : public BertBlock {
                     w.d_wide, 0.0f);
     // g = gelu(u + bi), u = h1·Wiᵀ.
     be().bias_gelu_backward(w.d_wide, s.u, master(ffn_in_bias_), w.d_wide, grad(ffn_in_bias_), gelu());
-    const Tensor h1_c = bf16() ? s.h1_c : s.h1;
+    const Tensor h1_c = reduced() ? s.h1_c : s.h1;
     linear_backward(w.d_wide, to_compute(w.d_wide, w.d_wide_c), h1_c, ffn_in_weight_, Tensor{}, w.d_dense,
                     0.0f);
     be().axpby(1.0f, w.d_res, 1.0f, w.d_dense);  // + residual path into h1
@@ -122,7 +122,7 @@ class EncoderLayer final : public BertBlock {
     be().gemm(d_scores_c, true, heads(s.q, B, T), false, heads(w.d_k, B, T), 1.0f, 0.0f);
 
     // q, k, v = x·Wᵀ + b: weight/bias gradients and dx (plus the residual path from x1).
-    const Tensor input_c = bf16() ? s.x_c : input_;
+    const Tensor input_c = reduced() ? s.x_c : input_;
     linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), input_c, q_weight_, grad(q_bias_), dx, 0.0f);
     linear_backward(w.d_k, to_compute(w.d_k, w.d_dense_c), input_c, k_weight_, grad(k_bias_), dx, 1.0f);
     linear_backward(w.d_v, to_compute(w.d_v, w.d_dense_c), input_c, v_weight_, grad(v_bias_), dx, 1.0f);
@@ -146,7 +146,7 @@ class EncoderLayer final : public BertBlock {
                   heads = config_.num_attention_heads;
     const DType c = compute_;
     Saved s;
-    s.x_c = r.take_if(bf16(), DType::bf16, {N, H});
+    s.x_c = r.take_if(reduced(), compute_dtype(), {N, H});
     s.q = r.take(c, {N, H});
     s.k = r.take(c, {N, H});
     s.v = r.take(c, {N, H});
@@ -156,7 +156,7 @@ class EncoderLayer final : public BertBlock {
     s.mean1 = r.take(DType::f32, {N});
     s.rstd1 = r.take(DType::f32, {N});
     s.h1 = r.take(DType::f32, {N, H});
-    s.h1_c = r.take_if(bf16(), DType::bf16, {N, H});
+    s.h1_c = r.take_if(reduced(), compute_dtype(), {N, H});
     s.u = r.take(c, {N, I});
     s.g = r.take(c, {N, I});
     s.x2 = r.take(DType::f32, {N, H});
@@ -178,13 +178,13 @@ class EncoderLayer final : public BertBlock {
     BackwardScratch w;
     w.d_res = r.take(DType::f32, {N, H});
     w.d_dense = r.take(DType::f32, {N, H});
-    w.d_dense_c = r.take_if(bf16(), DType::bf16, {N, H});
+    w.d_dense_c = r.take_if(reduced(), compute_dtype(), {N, H});
     w.d_wide = r.take(DType::f32, {N, I});
-    w.d_wide_c = r.take_if(bf16(), DType::bf16, {N, I});
+    w.d_wide_c = r.take_if(reduced(), compute_dtype(), {N, I});
     w.d_ctx = r.take(DType::f32, {N, H});
-    w.d_ctx_c = r.take_if(bf16(), DType::bf16, {N, H});
+    w.d_ctx_c = r.take_if(reduced(), compute_dtype(), {N, H});
     w.d_scores = r.take(DType::f32, {B, heads, T, T});
-    w.d_scores_c = r.take_if(bf16(), DType::bf16, {B, heads, T, T});
+    w.d_scores_c = r.take_if(reduced(), compute_dtype(), {B, heads, T, T});
     w.probs_dropped = r.take(compute_, {B, heads, T, T});
     w.d_q = r.take(DType::f32, {N, H});
     w.d_k = r.take(DType::f32, {N, H});
@@ -200,10 +200,10 @@ class EncoderLayer final : public BertBlock {
   float attention_scale() const {
     return 1.0f / std::sqrt(static_cast<float>(config_.hidden_size / config_.num_attention_heads));
   }
-  /// out (compute dtype) = x_c·Wᵀ + b, through the f32 `tmp` when out is bf16 (bias_add is f32).
+  /// out (compute dtype) = x_c·Wᵀ + b, through the f32 `tmp` when out is 16-bit (bias_add is f32).
   void project(const Tensor& x_c, size_t weight, const Tensor& bias, const Tensor& tmp,
                const Tensor& out) const {
-    if (!bf16()) {
+    if (!reduced()) {
       linear_forward(x_c, weight, bias, out);
       return;
     }

@@ -25,9 +25,9 @@ class PoolerHead : public BertBlock {
     const int64_t H = config_.hidden_size;
     PoolerSaved s;
     s.cls = r.take(loom::DType::f32, {B, H});
-    s.cls_c = r.take_if(bf16(), loom::DType::bf16, {B, H});
+    s.cls_c = r.take_if(reduced(), compute_dtype(), {B, H});
     s.pooled = r.take(loom::DType::f32, {B, H});
-    s.pooled_c = r.take_if(bf16(), loom::DType::bf16, {B, H});
+    s.pooled_c = r.take_if(reduced(), compute_dtype(), {B, H});
     return s;
   }
   void declare_pooler() {
@@ -45,11 +45,11 @@ class PoolerHead : public BertBlock {
     return to_compute(s.pooled, s.pooled_c);
   }
   /// d_pooled (f32 [B, H], overwritten) → parameter gradients, and d_input[:, 0, :] += d[CLS].
-  /// `d_pooled_c` is a bf16 [B, H] buffer in bf16 compute.
+  /// `d_pooled_c` is a [B, H] buffer in the compute dtype in 16-bit compute.
   void pooler_backward(const loom::Tensor& d_pooled, const loom::Tensor& d_pooled_c, const PoolerSaved& s,
                        const loom::Tensor& d_input) const {
     be().tanh_backward(d_pooled, s.pooled, d_pooled);
-    const loom::Tensor cls_c = bf16() ? s.cls_c : s.cls;
+    const loom::Tensor cls_c = reduced() ? s.cls_c : s.cls;
     linear_backward(d_pooled, to_compute(d_pooled, d_pooled_c), cls_c, pooler_weight_, grad(pooler_bias_),
                     d_input.select(1, 0), 1.0f);
   }

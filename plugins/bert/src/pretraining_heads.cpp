@@ -82,18 +82,18 @@ class PretrainingHeads final : public PoolerHead {
       be().gemm(w.ones, false, d_logits, false, grad(decoder_bias_).reshape({1, config_.vocab_size}), 1.0f,
                 1.0f);
       Tensor d_logits_c = d_logits;
-      if (bf16()) {
+      if (reduced()) {
         be().cast(s_.logits, w.d_logits_c);
         d_logits_c = class_columns(w.d_logits_c);
       }
-      const Tensor z_c = bf16() ? s_.z_c : s_.z;
+      const Tensor z_c = reduced() ? s_.z_c : s_.z;
       be().gemm(d_logits_c, true, z_c, false, grad(decoder_weight_), 1.0f, 1.0f);
       be().gemm(d_logits_c, false, compute(decoder_weight_), false, w.d_rows_a, 1.0f, 0.0f);
       be().layernorm_backward(w.d_rows_a, s_.activated, master(ln_gamma_), s_.mean, s_.rstd, w.d_rows_b,
                               grad(ln_gamma_), grad(ln_beta_), false);
       be().bias_gelu_backward(w.d_rows_b, s_.transform, master(transform_bias_), w.d_rows_b,
                               grad(transform_bias_), gelu());
-      const Tensor rows_c = bf16() ? s_.rows_c : s_.rows;
+      const Tensor rows_c = reduced() ? s_.rows_c : s_.rows;
       linear_backward(w.d_rows_b, to_compute(w.d_rows_b, w.d_rows_c), rows_c, transform_weight_, Tensor{},
                       w.d_rows_a, 0.0f);
       be().embedding_scatter_add(w.d_rows_a, batch.masked_rows, d_input.reshape({B * T, H}));
@@ -102,7 +102,7 @@ class PretrainingHeads final : public PoolerHead {
     if (batch.next_sentence_labels.defined()) {
       be().cross_entropy(s_.nsp_logits, batch.next_sentence_labels, 2, loom::kIgnoreIndex, step.loss_scale,
                          w.loss, w.d_nsp, {}, {});
-      const Tensor pooled_c = bf16() ? s_.pooler.pooled_c : s_.pooler.pooled;
+      const Tensor pooled_c = reduced() ? s_.pooler.pooled_c : s_.pooler.pooled;
       linear_backward(w.d_nsp, to_compute(w.d_nsp, w.d_nsp_c), pooled_c, nsp_weight_, grad(nsp_bias_),
                       w.d_pooled, 0.0f);
       pooler_backward(w.d_pooled, w.d_pooled_c, s_.pooler, d_input);
@@ -157,13 +157,13 @@ class PretrainingHeads final : public PoolerHead {
     s.mlm_loss = r.take(DType::f32, {1});
     if (M == 0) return s;
     s.rows = r.take(DType::f32, {M, H});
-    s.rows_c = r.take_if(bf16(), DType::bf16, {M, H});
+    s.rows_c = r.take_if(reduced(), compute_dtype(), {M, H});
     s.transform = r.take(c, {M, H});
     s.activated = r.take(DType::f32, {M, H});
     s.mean = r.take(DType::f32, {M});
     s.rstd = r.take(DType::f32, {M});
     s.z = r.take(DType::f32, {M, H});
-    s.z_c = r.take_if(bf16(), DType::bf16, {M, H});
+    s.z_c = r.take_if(reduced(), compute_dtype(), {M, H});
     s.logits = r.take(DType::f32, {M, padded_vocab()});
     return s;
   }
@@ -172,15 +172,15 @@ class PretrainingHeads final : public PoolerHead {
     Scratch w;
     w.loss = r.take(DType::f32, {1});
     w.d_nsp = r.take(DType::f32, {B, 2});
-    w.d_nsp_c = r.take_if(bf16(), DType::bf16, {B, 2});
+    w.d_nsp_c = r.take_if(reduced(), compute_dtype(), {B, 2});
     w.d_pooled = r.take(DType::f32, {B, H});
-    w.d_pooled_c = r.take_if(bf16(), DType::bf16, {B, H});
+    w.d_pooled_c = r.take_if(reduced(), compute_dtype(), {B, H});
     if (M == 0) return w;
     w.ones = r.take(DType::f32, {1, M});
-    w.d_logits_c = r.take_if(bf16(), DType::bf16, {M, padded_vocab()});
+    w.d_logits_c = r.take_if(reduced(), compute_dtype(), {M, padded_vocab()});
     w.d_rows_a = r.take(DType::f32, {M, H});
     w.d_rows_b = r.take(DType::f32, {M, H});
-    w.d_rows_c = r.take_if(bf16(), DType::bf16, {M, H});
+    w.d_rows_c = r.take_if(reduced(), compute_dtype(), {M, H});
     return w;
   }
 

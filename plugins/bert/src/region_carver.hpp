@@ -36,7 +36,7 @@ class RegionCarver {
     }
     return t;
   }
-  /// `take` when `wanted`, else an absent view (for tensors only bf16 compute needs).
+  /// `take` when `wanted`, else an absent view (for tensors only 16-bit compute needs).
   loom::Tensor take_if(bool wanted, loom::DType dtype, std::initializer_list<int64_t> shape) {
     return wanted ? take(dtype, shape) : loom::Tensor{};
   }

@@ -65,7 +65,7 @@ class SpanHead final : public BertBlock {
     const Tensor d_pairs = w.d_logits.reshape({B, T, 2});
     be().copy(w.d_start, d_pairs.select(2, 0));
     be().copy(w.d_end, d_pairs.select(2, 1));
-    const Tensor input_c = bf16() ? s_.input_c : input_;
+    const Tensor input_c = reduced() ? s_.input_c : input_;
     linear_backward(w.d_logits, to_compute(w.d_logits, w.d_logits_c), input_c, weight_, grad(bias_),
                     d_input.reshape({B * T, H}), 0.0f);
   }
@@ -86,7 +86,7 @@ class SpanHead final : public BertBlock {
   };
   Saved carve_saved(RegionCarver& r, int64_t B, int64_t T) const {
     Saved s;
-    s.input_c = r.take_if(bf16(), DType::bf16, {B * T, config_.hidden_size});
+    s.input_c = r.take_if(reduced(), compute_dtype(), {B * T, config_.hidden_size});
     s.logits = r.take(DType::f32, {B * T, 2});
     s.start = r.take(DType::f32, {B, T});
     s.end = r.take(DType::f32, {B, T});
@@ -100,7 +100,7 @@ class SpanHead final : public BertBlock {
     w.d_start = r.take(DType::f32, {B, T});
     w.d_end = r.take(DType::f32, {B, T});
     w.d_logits = r.take(DType::f32, {B * T, 2});
-    w.d_logits_c = r.take_if(bf16(), DType::bf16, {B * T, 2});
+    w.d_logits_c = r.take_if(reduced(), compute_dtype(), {B * T, 2});
     return w;
   }
   void declare_parameters() override {

@@ -34,7 +34,7 @@ LinearWarmup::LinearWarmup(loom::ComponentContext& context) : WarmupSchedule(con
 
 double LinearWarmup::decay(double progress) const {
   if (warmup() >= 1.0) return 0.0;  // only reached at p ≥ 1: the end of a warm-up-only schedule
-  return std::max((progress - 1.0) / (warmup() - 1.0), 0.0);
+  return std::max((1.0 - progress) / (1.0 - warmup()), 0.0);  // +0 at the end, not -0
 }
 
 ConstantSchedule::ConstantSchedule(loom::ComponentContext& context) : WarmupSchedule(context, 0.0) {}

@@ -53,6 +53,7 @@ TEST(LinearWarmup, MatchesReferenceOverTheWholeRun) {
     ASSERT_NEAR(schedule.get()->lr(5e-5, s), linear_reference(5e-5, s, 1000, 0.1), 1e-18) << "step " << s;
   EXPECT_NEAR(schedule.get()->lr(5e-5, 99), 5e-5, 1e-18);  // p = 0.1: the peak
   EXPECT_EQ(schedule.get()->lr(5e-5, 999), 0.0);           // p = 1: decayed to 0
+  EXPECT_FALSE(std::signbit(schedule.get()->lr(5e-5, 999))) << "+0, not -0 (printed as lr -0.00e+00)";
 }
 
 TEST(LinearWarmup, WarmupOfOneOnlyWarmsUp) {

@@ -6,7 +6,8 @@
 //   says otherwise views must be contiguous. Ops validate shapes, dtypes and devices and throw
 //   loom::Error naming the op and the argument ("layernorm_forward: gamma is f32[23], expected
 //   f32[24]").
-// - dtypes: "f32|bf16" means either; math is f32 whatever the storage, and a bf16 output is
+// - dtypes: "f32|bf16" means either, and wherever bf16 is allowed f16 (IEEE binary16, the
+//   compute dtype of fp16-mixed) is too; math is f32 whatever the storage, and a 16-bit output is
 //   rounded to nearest even once. Gradients of activations are f32 unless stated.
 // - OVERWRITE ops write every element of their output. ACCUMULATE ops add into their output
 //   (llm.c style): every gradient of a PARAMETER (dW, dbias, dgamma, dbeta, dtable) accumulates,
@@ -14,7 +15,8 @@
 //   zeroes the flat gradient buffer once per optimizer step.
 // - "may alias X" means the output may be the very same view as X (in place); any other overlap
 //   between inputs and outputs is undefined.
-// - Ops never allocate memory (a library's internal caches, e.g. oneDNN primitives, excepted)
+// - Ops never allocate memory once warm (a library's internal caches, e.g. oneDNN primitives, and
+//   scratch a backend grows on an op's first call and then reuses, excepted)
 //   and are deterministic for a fixed thread count; dropout does not depend on it at all.
 // - Ops are asynchronous on devices that are: call synchronize() before reading results on the
 //   host through other means than copy_to_host (which synchronizes).
@@ -84,8 +86,8 @@ class Backend {
   /// Up to two leading batch dimensions (ndim 2..4) with equal extents in a, b and c form a
   /// strided batch; a batch stride of 0 in a or b broadcasts that operand. Inside each matrix the
   /// last dimension has stride 1 and the row stride (leading dimension) is free, so per-head
-  /// views into a fused QKV buffer need no copy. a and b: both f32 (c f32) or both bf16 (c f32 or
-  /// bf16); accumulation is f32. beta = 0 never reads c. c must not overlap a or b.
+  /// views into a fused QKV buffer need no copy. a and b: both f32 (c f32), both bf16 (c f32 or
+  /// bf16) or both f16 (c f32 or f16); accumulation is f32. beta = 0 never reads c. c must not overlap a or b.
   /// The linear layer y = x·Wᵀ is gemm(x, false, W, true, y, 1, 0); its weight gradient
   /// dW += dyᵀ·x is gemm(dy, true, x, false, dW, 1, 1).
   virtual void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& c,

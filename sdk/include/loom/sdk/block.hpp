@@ -24,9 +24,10 @@
 //   mixed with the block's index and a per-site number, counter = element index; backward
 //   regenerates the same mask from the same key, so masks are not stored and results do not
 //   depend on thread count.
-// - Numerics: in bf16 compute, GEMM operands are bf16 (weights from the `compute` working copy the
-//   host casts once per step; activations cast just before the GEMM) with f32 accumulation; the
-//   hidden stream, LayerNorm, softmax statistics and every gradient stay f32.
+// - Numerics: in 16-bit compute (bf16 or f16), GEMM operands are in that dtype (weights from the
+//   `compute` working copy the host casts once per step; activations cast just before the GEMM)
+//   with f32 accumulation; the hidden stream, LayerNorm, softmax statistics and every gradient
+//   stay f32.
 #pragma once
 
 #include <cstddef>
@@ -93,7 +94,7 @@ struct ActivationBytes {
 struct BlockSetup {
   const ModelConfig* config;  ///< the model's hyper-parameters
   Backend* backend;           ///< runs every op; owned by the host
-  DType compute_dtype;        ///< f32 or bf16 (GEMM operand dtype)
+  DType compute_dtype;        ///< f32, bf16 or f16 (GEMM operand dtype)
   int32_t index;              ///< position in the model's block list (keys its dropout streams)
 };
 

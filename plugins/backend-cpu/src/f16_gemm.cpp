@@ -1,0 +1,102 @@
+// gemm with f16 operands. oneDNN 2.6 (Debian's) has no f16 matmul on CPU — it cannot create the
+// primitive even on AVX512-FP16 machines — so both operands are widened to f32 (exactly: every
+// f16 is an f32) and multiplied by the f32 path. That is the arithmetic of fp16 tensor-core GEMMs:
+// f16 inputs, f32 accumulation; an f16 c is rounded once, at the end. The widened copies live in
+// buffers that grow to the largest product and are then reused, so steady-state steps allocate
+// nothing. fp16 is for numerics here, not speed: the widening passes cost O(M·K + K·N) each.
+#include <algorithm>
+
+#include "argument_checks.hpp"
+#include "cpu_backend.hpp"
+#include "float_storage.hpp"
+
+namespace loom_cpu {
+namespace {
+
+/// Rows of `t` (every index but the last), each with the element offset of its first column.
+struct RowWalk {
+  int64_t rows = 1, cols = 1;
+  const loom::Tensor* t;
+
+  explicit RowWalk(const loom::Tensor& tensor) : t(&tensor) {
+    cols = tensor.ndim > 0 ? tensor.shape[tensor.ndim - 1] : 1;
+    for (int d = 0; d + 1 < tensor.ndim; ++d) rows *= tensor.shape[d];
+  }
+  int64_t offset(int64_t row) const {
+    int64_t off = 0;
+    for (int d = t->ndim - 2; d >= 0; --d) {
+      off += (row % t->shape[d]) * t->strides[d];
+      row /= t->shape[d];
+    }
+    return off;
+  }
+};
+
+/// `dense` (f32, row-major, same shape) = `t` (f16 with unit last stride).
+void widen(const loom::Tensor& t, float* dense, int threads) {
+  const RowWalk walk(t);
+  const auto* src = static_cast<const Half*>(t.data);
+#pragma omp parallel for num_threads(threads) \
+    schedule(static) if (walk.rows * walk.cols > kParallelMinElements)
+  for (int64_t r = 0; r < walk.rows; ++r) {
+    const Half* row = src + walk.offset(r);
+    float* out = dense + r * walk.cols;
+#pragma omp simd
+    for (int64_t j = 0; j < walk.cols; ++j) out[j] = load(row, j);
+  }
+}
+
+/// `t` (f16 with unit last stride) = `dense` (f32, row-major, same shape), rounded to nearest even.
+void narrow(const float* dense, const loom::Tensor& t, int threads) {
+  const RowWalk walk(t);
+  auto* dst = static_cast<Half*>(t.data);
+#pragma omp parallel for num_threads(threads) \
+    schedule(static) if (walk.rows * walk.cols > kParallelMinElements)
+  for (int64_t r = 0; r < walk.rows; ++r) {
+    Half* row = dst + walk.offset(r);
+    const float* in = dense + r * walk.cols;
+#pragma omp simd
+    for (int64_t j = 0; j < walk.cols; ++j) store(row, j, in[j]);
+  }
+}
+
+/// A row-major f32 tensor of `t`'s shape over `buffer`, grown when too small.
+loom::Tensor dense_f32_like(const loom::Tensor& t, std::vector<float>& buffer) {
+  const auto n = static_cast<size_t>(t.numel());
+  if (buffer.size() < n) buffer.resize(n);
+  loom::Tensor dense = t;
+  dense.data = buffer.data();
+  dense.dtype = DType::f32;
+  int64_t stride = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    dense.strides[d] = stride;
+    stride *= t.shape[d];
+  }
+  return dense;
+}
+
+}  // namespace
+
+void CpuBackend::gemm_widening_f16(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b,
+                                   bool transpose_b, const loom::Tensor& c, float alpha, float beta) {
+  const ArgumentChecks check("gemm");
+  for (const auto* t : {&a, &b, &c})
+    check.require(t->ndim < 1 || t->shape[t->ndim - 1] <= 1 || t->strides[t->ndim - 1] == 1,
+                  std::string(t == &a   ? "a "
+                              : t == &b ? "b "
+                                        : "c ") +
+                      t->describe() + " must have stride 1 in its last dimension");
+  const loom::Tensor a32 = dense_f32_like(a, widened_[0]), b32 = dense_f32_like(b, widened_[1]);
+  widen(a, static_cast<float*>(a32.data), threads_);
+  widen(b, static_cast<float*>(b32.data), threads_);
+  if (c.dtype == DType::f32) {
+    gemm(a32, transpose_a, b32, transpose_b, c, alpha, beta);
+    return;
+  }
+  const loom::Tensor c32 = dense_f32_like(c, widened_[2]);
+  if (beta != 0.0f) widen(c, static_cast<float*>(c32.data), threads_);
+  gemm(a32, transpose_a, b32, transpose_b, c32, alpha, beta);
+  narrow(static_cast<const float*>(c32.data), c, threads_);
+}
+
+}  // namespace loom_cpu
