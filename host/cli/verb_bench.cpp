@@ -12,8 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
-#include "loom/host/batch_staging.hpp"
-#include "loom/host/host_batch_buffers.hpp"
 #include "loom/host/model_setup.hpp"
 #include "loom/host/run_components.hpp"
 #include "loom/host/run_settings.hpp"
@@ -40,43 +38,41 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   host::RunComponents c = host::create_run_components(recipe, *registry);
   loom::Backend& backend = *c.backend.get();
   const loom::DatasetSetup setup{0, 1, settings.seed, c.tokenizer ? c.tokenizer.get() : nullptr};
-  c.data.call([&](loom::Dataset& d) { d.open(setup); });
-  const loom::BatchLimits limits = c.data.call([](loom::Dataset& d) { return d.limits(); });
-  host::ModelSetup model = host::build_model(recipe, *registry, backend, *c.precision.get(), &limits);
-  const loom::ActivationShape shape = host::activation_shape_for(limits);
-  model.model->reserve(shape);
-  host::BatchStaging staging(backend, shape);
-  host::HostBatchBuffers buffers(limits);
-  const auto segments = model.model->parameters().segments();
-  const size_t total = model.model->parameters().total_elements();
+  const host::DatasetModel run =
+      host::build_model_for_dataset(recipe, *registry, backend, *c.precision.get(), c.data, setup);
+  host::Model& model = run.model();
+  host::BatchStaging& staging = *run.staging;
+  const auto segments = model.parameters().segments();
+  const size_t total = model.parameters().total_elements();
   c.optimizer.call([&](loom::Optimizer& o) { o.setup(segments.data(), segments.size(), total); });
   c.schedule.call([&](loom::Schedule& s) { s.setup(static_cast<uint64_t>(a.steps + a.warmup)); });
-  model.model->initialize(settings.seed);
+  model.initialize(settings.seed);
   loom::BatchShape batch_shape{};
-  const host::HostBatch batch = c.data.call([&](loom::Dataset& d) { return buffers.next(d, batch_shape); });
+  const host::HostBatch batch =
+      c.data.call([&](loom::Dataset& d) { return run.buffers->next(d, batch_shape); });
   uint64_t tokens = 0;
   for (int64_t i = 0; i < batch.batch * batch.seq; ++i) tokens += batch.attention_mask[i] != 0;
 
-  float* master = model.model->master().data_as<float>();
-  float* grads = model.model->grads().data_as<float>();
+  float* master = model.master().data_as<float>();
+  float* grads = model.grads().data_as<float>();
   double t_forward = 0, t_backward = 0, t_optimizer = 0, t_comm = 0, t_upload = 0;
   const double base_lr = c.optimizer.call([](loom::Optimizer& o) { return o.base_lr(); });
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     if (step == a.warmup) t_forward = t_backward = t_optimizer = t_comm = t_upload = 0;
     auto t = Clock::now();
-    model.model->zero_grads();
+    model.zero_grads();
     const loom::BatchView& view = staging.upload(batch);
     t_upload += since(t), t = Clock::now();
-    model.model->forward(view, host::StepSettings{true, host::dropout_key(settings.seed, step, 0, 0)});
-    (void)model.model->loss();
+    model.forward(view, host::StepSettings{true, host::dropout_key(settings.seed, step, 0, 0)});
+    (void)model.loss();
     t_forward += since(t), t = Clock::now();
-    model.model->backward(1.0f);
+    model.backward(1.0f);
     backend.synchronize();
     t_backward += since(t), t = Clock::now();
     c.communicator.call([&](loom::Communicator& m) { m.all_reduce_mean(grads, total); });
     t_comm += since(t), t = Clock::now();
     c.optimizer.call([&](loom::Optimizer& o) { o.step(master, grads, {base_lr, 1.0}); });
-    model.model->refresh_compute_weights();
+    model.refresh_compute_weights();
     t_optimizer += since(t);
   }
   const double train_seconds = t_upload + t_forward + t_backward + t_comm + t_optimizer;
@@ -84,8 +80,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     if (step == a.warmup) t_inference = 0;
     const auto t = Clock::now();
-    model.model->forward(staging.upload(batch), host::StepSettings{false, 0});
-    (void)model.model->loss();
+    model.forward(staging.upload(batch), host::StepSettings{false, 0});
+    (void)model.loss();
     t_inference += since(t);
   }
   rusage usage{};
@@ -96,7 +92,7 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       {"batch", batch.batch},
       {"seq", batch.seq},
       {"steps", a.steps},
-      {"parameters", model.model->parameters().parameter_count()},
+      {"parameters", model.parameters().parameter_count()},
       {"threads", backend.threads()},
       {"train_sequences_per_second", n * static_cast<double>(batch.batch) / train_seconds},
       {"train_tokens_per_second", n * static_cast<double>(tokens) / train_seconds},

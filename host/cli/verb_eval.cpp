@@ -30,19 +30,14 @@ void register_eval_verb(CLI::App& app, GlobalOptions& options) {
     host::RunComponents c = host::create_run_components(recipe, *registry, {!has_eval, false});
     host::Component<loom::Dataset>& data = has_eval ? c.eval_data : c.data;
     const loom::DatasetSetup setup{0, 1, settings.seed, c.tokenizer ? c.tokenizer.get() : nullptr};
-    data.call([&](loom::Dataset& d) { d.open(setup); });
-    const loom::BatchLimits limits = data.call([](loom::Dataset& d) { return d.limits(); });
     loom::Backend& backend = *c.backend.get();
-    host::ModelSetup model = host::build_model(recipe, *registry, backend, *c.precision.get(), &limits);
-    const loom::ActivationShape shape = host::activation_shape_for(limits);
-    model.model->reserve(shape);
-    host::BatchStaging staging(backend, shape);
-    host::HostBatchBuffers buffers(limits);
-    const host::CheckpointLoadReport report = host::load_model_weights(*model.model, *checkpoint, {true, {}});
+    const host::DatasetModel run =
+        host::build_model_for_dataset(recipe, *registry, backend, *c.precision.get(), data, setup);
+    const host::CheckpointLoadReport report = host::load_model_weights(run.model(), *checkpoint, {true, {}});
     if (!report.unexpected.empty())
       std::cerr << *checkpoint << ": " << report.unexpected.size() << " tensors the model does not use\n";
     nlohmann::json metrics = data.call([&](loom::Dataset& d) {
-      return host::evaluate(*model.model, backend, staging, d, buffers, *batches);
+      return host::evaluate(run.model(), backend, *run.staging, d, *run.buffers, *batches);
     });
     metrics["checkpoint"] = *checkpoint;
     std::cout << metrics.dump(2) << "\n";

@@ -38,4 +38,18 @@ ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry, loo
   return setup;
 }
 
+DatasetModel build_model_for_dataset(const Recipe& recipe, const PluginRegistry& registry,
+                                     loom::Backend& backend, const loom::Precision& precision,
+                                     Component<loom::Dataset>& data, const loom::DatasetSetup& data_setup) {
+  DatasetModel d;
+  data.call([&](loom::Dataset& dataset) { dataset.open(data_setup); });
+  d.limits = data.call([](loom::Dataset& dataset) { return dataset.limits(); });
+  d.setup = build_model(recipe, registry, backend, precision, &d.limits);
+  const loom::ActivationShape shape = activation_shape_for(d.limits);
+  d.setup.model->reserve(shape);
+  d.staging = std::make_unique<BatchStaging>(backend, shape);
+  d.buffers = std::make_unique<HostBatchBuffers>(d.limits);
+  return d;
+}
+
 }  // namespace loom::host

@@ -5,7 +5,10 @@
 
 #include <memory>
 
+#include "loom/host/batch_staging.hpp"
 #include "loom/host/bert_config.hpp"
+#include "loom/host/component.hpp"
+#include "loom/host/host_batch_buffers.hpp"
 #include "loom/host/model.hpp"
 #include "loom/host/plugin_registry.hpp"
 #include "loom/host/recipe.hpp"
@@ -29,5 +32,21 @@ loom::ActivationShape activation_shape_for(const loom::BatchLimits& limits);
 /// Reads [model], creates and sets up every block. `limits` may be nullptr (no dataset).
 ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry, loom::Backend& backend,
                        const loom::Precision& precision, const loom::BatchLimits* limits);
+
+/// A model for one dataset's batches: built for its limits, activations reserved, and the device
+/// staging and host buffers those batches need. What `loom eval` and `loom bench` set up alike.
+struct DatasetModel {
+  ModelSetup setup;
+  loom::BatchLimits limits{};
+  std::unique_ptr<BatchStaging> staging;
+  std::unique_ptr<HostBatchBuffers> buffers;
+
+  Model& model() const { return *setup.model; }
+};
+
+/// Opens `data` with `data_setup`, then builds the recipe's model for its batches.
+DatasetModel build_model_for_dataset(const Recipe& recipe, const PluginRegistry& registry,
+                                     loom::Backend& backend, const loom::Precision& precision,
+                                     Component<loom::Dataset>& data, const loom::DatasetSetup& data_setup);
 
 }  // namespace loom::host
