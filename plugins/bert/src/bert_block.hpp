@@ -81,9 +81,8 @@ class BertBlock : public loom::Block {
     probability(config_.classifier_dropout, "classifier_dropout");
   }
 
-  /// 16-bit compute (bf16 or f16): GEMM operands are copies in compute_dtype(), not the f32 tensors.
+  /// 16-bit compute (bf16 or f16): GEMM operands are copies in compute_, not the f32 tensors.
   bool reduced() const { return compute_ != loom::DType::f32; }
-  loom::DType compute_dtype() const { return compute_; }
   loom::Backend& be() const { return *backend_; }
   loom::Gelu gelu() const {
     return config_.hidden_act == loom::GeluKind::tanh ? loom::Gelu::tanh : loom::Gelu::erf;

@@ -74,7 +74,7 @@ class ClassifierHead final : public PoolerHead {
     Saved s;
     s.pooler = carve_pooler(r, B);
     s.dropped = r.take(DType::f32, {B, config_.hidden_size});
-    s.dropped_c = r.take_if(reduced(), compute_dtype(), {B, config_.hidden_size});
+    s.dropped_c = r.take_compute_copy(compute_, {B, config_.hidden_size});
     s.logits = r.take(DType::f32, {B, config_.num_labels});
     return s;
   }
@@ -82,9 +82,9 @@ class ClassifierHead final : public PoolerHead {
     Scratch w;
     w.loss = r.take(DType::f32, {1});
     w.d_logits = r.take(DType::f32, {B, config_.num_labels});
-    w.d_logits_c = r.take_if(reduced(), compute_dtype(), {B, config_.num_labels});
+    w.d_logits_c = r.take_compute_copy(compute_, {B, config_.num_labels});
     w.d_pooled = r.take(DType::f32, {B, config_.hidden_size});
-    w.d_pooled_c = r.take_if(reduced(), compute_dtype(), {B, config_.hidden_size});
+    w.d_pooled_c = r.take_compute_copy(compute_, {B, config_.hidden_size});
     return w;
   }
   void declare_parameters() override {

@@ -146,7 +146,7 @@ class EncoderLayer final : public BertBlock {
                   heads = config_.num_attention_heads;
     const DType c = compute_;
     Saved s;
-    s.x_c = r.take_if(reduced(), compute_dtype(), {N, H});
+    s.x_c = r.take_compute_copy(compute_, {N, H});
     s.q = r.take(c, {N, H});
     s.k = r.take(c, {N, H});
     s.v = r.take(c, {N, H});
@@ -156,7 +156,7 @@ class EncoderLayer final : public BertBlock {
     s.mean1 = r.take(DType::f32, {N});
     s.rstd1 = r.take(DType::f32, {N});
     s.h1 = r.take(DType::f32, {N, H});
-    s.h1_c = r.take_if(reduced(), compute_dtype(), {N, H});
+    s.h1_c = r.take_compute_copy(compute_, {N, H});
     s.u = r.take(c, {N, I});
     s.g = r.take(c, {N, I});
     s.x2 = r.take(DType::f32, {N, H});
@@ -178,13 +178,13 @@ class EncoderLayer final : public BertBlock {
     BackwardScratch w;
     w.d_res = r.take(DType::f32, {N, H});
     w.d_dense = r.take(DType::f32, {N, H});
-    w.d_dense_c = r.take_if(reduced(), compute_dtype(), {N, H});
+    w.d_dense_c = r.take_compute_copy(compute_, {N, H});
     w.d_wide = r.take(DType::f32, {N, I});
-    w.d_wide_c = r.take_if(reduced(), compute_dtype(), {N, I});
+    w.d_wide_c = r.take_compute_copy(compute_, {N, I});
     w.d_ctx = r.take(DType::f32, {N, H});
-    w.d_ctx_c = r.take_if(reduced(), compute_dtype(), {N, H});
+    w.d_ctx_c = r.take_compute_copy(compute_, {N, H});
     w.d_scores = r.take(DType::f32, {B, heads, T, T});
-    w.d_scores_c = r.take_if(reduced(), compute_dtype(), {B, heads, T, T});
+    w.d_scores_c = r.take_compute_copy(compute_, {B, heads, T, T});
     w.probs_dropped = r.take(compute_, {B, heads, T, T});
     w.d_q = r.take(DType::f32, {N, H});
     w.d_k = r.take(DType::f32, {N, H});

@@ -25,9 +25,9 @@ class PoolerHead : public BertBlock {
     const int64_t H = config_.hidden_size;
     PoolerSaved s;
     s.cls = r.take(loom::DType::f32, {B, H});
-    s.cls_c = r.take_if(reduced(), compute_dtype(), {B, H});
+    s.cls_c = r.take_compute_copy(compute_, {B, H});
     s.pooled = r.take(loom::DType::f32, {B, H});
-    s.pooled_c = r.take_if(reduced(), compute_dtype(), {B, H});
+    s.pooled_c = r.take_compute_copy(compute_, {B, H});
     return s;
   }
   void declare_pooler() {

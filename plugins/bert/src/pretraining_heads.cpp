@@ -157,13 +157,13 @@ class PretrainingHeads final : public PoolerHead {
     s.mlm_loss = r.take(DType::f32, {1});
     if (M == 0) return s;
     s.rows = r.take(DType::f32, {M, H});
-    s.rows_c = r.take_if(reduced(), compute_dtype(), {M, H});
+    s.rows_c = r.take_compute_copy(compute_, {M, H});
     s.transform = r.take(c, {M, H});
     s.activated = r.take(DType::f32, {M, H});
     s.mean = r.take(DType::f32, {M});
     s.rstd = r.take(DType::f32, {M});
     s.z = r.take(DType::f32, {M, H});
-    s.z_c = r.take_if(reduced(), compute_dtype(), {M, H});
+    s.z_c = r.take_compute_copy(compute_, {M, H});
     s.logits = r.take(DType::f32, {M, padded_vocab()});
     return s;
   }
@@ -172,15 +172,15 @@ class PretrainingHeads final : public PoolerHead {
     Scratch w;
     w.loss = r.take(DType::f32, {1});
     w.d_nsp = r.take(DType::f32, {B, 2});
-    w.d_nsp_c = r.take_if(reduced(), compute_dtype(), {B, 2});
+    w.d_nsp_c = r.take_compute_copy(compute_, {B, 2});
     w.d_pooled = r.take(DType::f32, {B, H});
-    w.d_pooled_c = r.take_if(reduced(), compute_dtype(), {B, H});
+    w.d_pooled_c = r.take_compute_copy(compute_, {B, H});
     if (M == 0) return w;
     w.ones = r.take(DType::f32, {1, M});
-    w.d_logits_c = r.take_if(reduced(), compute_dtype(), {M, padded_vocab()});
+    w.d_logits_c = r.take_compute_copy(compute_, {M, padded_vocab()});
     w.d_rows_a = r.take(DType::f32, {M, H});
     w.d_rows_b = r.take(DType::f32, {M, H});
-    w.d_rows_c = r.take_if(reduced(), compute_dtype(), {M, H});
+    w.d_rows_c = r.take_compute_copy(compute_, {M, H});
     return w;
   }
 

@@ -36,9 +36,10 @@ class RegionCarver {
     }
     return t;
   }
-  /// `take` when `wanted`, else an absent view (for tensors only 16-bit compute needs).
-  loom::Tensor take_if(bool wanted, loom::DType dtype, std::initializer_list<int64_t> shape) {
-    return wanted ? take(dtype, shape) : loom::Tensor{};
+  /// A GEMM-operand copy in the compute dtype: taken when `compute` is 16-bit, an absent view in
+  /// f32 compute (where GEMMs read the f32 tensor itself).
+  loom::Tensor take_compute_copy(loom::DType compute, std::initializer_list<int64_t> shape) {
+    return compute != loom::DType::f32 ? take(compute, shape) : loom::Tensor{};
   }
 
   /// Bytes handed out so far (with alignment).

@@ -86,7 +86,7 @@ class SpanHead final : public BertBlock {
   };
   Saved carve_saved(RegionCarver& r, int64_t B, int64_t T) const {
     Saved s;
-    s.input_c = r.take_if(reduced(), compute_dtype(), {B * T, config_.hidden_size});
+    s.input_c = r.take_compute_copy(compute_, {B * T, config_.hidden_size});
     s.logits = r.take(DType::f32, {B * T, 2});
     s.start = r.take(DType::f32, {B, T});
     s.end = r.take(DType::f32, {B, T});
@@ -100,7 +100,7 @@ class SpanHead final : public BertBlock {
     w.d_start = r.take(DType::f32, {B, T});
     w.d_end = r.take(DType::f32, {B, T});
     w.d_logits = r.take(DType::f32, {B * T, 2});
-    w.d_logits_c = r.take_if(reduced(), compute_dtype(), {B * T, 2});
+    w.d_logits_c = r.take_compute_copy(compute_, {B * T, 2});
     return w;
   }
   void declare_parameters() override {
