@@ -52,13 +52,12 @@ void CpuBackend::gemm(const loom::Tensor& a, bool transpose_a, const loom::Tenso
   else
     check.fail(std::string("inputs must be f32, bf16 or f16, got ") + loom::dtype_name(a.dtype));
 
-  if (a.dtype == DType::f16) {
+  const StoredMatrix sa = stored_matrix(check, "a", a), sb = stored_matrix(check, "b", b),
+                     sc = stored_matrix(check, "c", c);
+  if (a.dtype == DType::f16) {  // widened to f32, then back through this function
     gemm_widening_f16(a, transpose_a, b, transpose_b, c, alpha, beta);
     return;
   }
-
-  const StoredMatrix sa = stored_matrix(check, "a", a), sb = stored_matrix(check, "b", b),
-                     sc = stored_matrix(check, "c", c);
   GemmProblem p;
   p.m = transpose_a ? sa.cols : sa.rows;
   p.k = transpose_a ? sa.rows : sa.cols;

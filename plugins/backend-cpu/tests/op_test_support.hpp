@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cpu_backend.hpp"
@@ -82,32 +83,36 @@ void expect_close(const std::vector<A>& actual, const std::vector<E>& expected, 
                   << ", atol " << atol << ")";
 }
 
-/// bf16 copies of f32 values (round to nearest even).
+/// 16-bit copies (loom::BFloat16 or loom::Half) of f32 values, rounded to nearest even.
+template <typename Half16>
+std::vector<Half16> to_16bit(const std::vector<float>& v) {
+  std::vector<Half16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if constexpr (std::is_same_v<Half16, loom::Half>)
+      out[i] = loom::to_f16(v[i]);
+    else
+      out[i] = loom::to_bf16(v[i]);
+  }
+  return out;
+}
+/// f32 values of 16-bit data (exact).
+template <typename Half16>
+std::vector<float> from_16bit(const std::vector<Half16>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_f32(v[i]);
+  return out;
+}
 inline std::vector<loom::BFloat16> to_bf16(const std::vector<float>& v) {
-  std::vector<loom::BFloat16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_bf16(v[i]);
-  return out;
+  return to_16bit<loom::BFloat16>(v);
 }
-
-/// f32 values of bf16 data.
-inline std::vector<float> from_bf16(const std::vector<loom::BFloat16>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_f32(v[i]);
-  return out;
-}
-
-/// f16 copies of f32 values (round to nearest even).
 inline std::vector<loom::Half> to_f16(const std::vector<float>& v) {
-  std::vector<loom::Half> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_f16(v[i]);
-  return out;
+  return to_16bit<loom::Half>(v);
 }
-
-/// f32 values of f16 data.
+inline std::vector<float> from_bf16(const std::vector<loom::BFloat16>& v) {
+  return from_16bit(v);
+}
 inline std::vector<float> from_f16(const std::vector<loom::Half>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_f32(v[i]);
-  return out;
+  return from_16bit(v);
 }
 
 /// The backend most tests use: two threads, so parallel paths run even on small shapes.
