@@ -5,7 +5,6 @@
 //   which Python's str.split() treats as whitespace although they are not Zs;
 // - punctuation (split into its own word): ASCII 33-47, 58-64, 91-96, 123-126, and category P*;
 // - CJK ideograph (split into its own word): the eight blocks BERT lists;
-// - cased / case-ignorable: Unicode's derived properties, for Python's final-sigma rule.
 // ASCII is answered from a table (the hot path); everything else asks utf8proc.
 #pragma once
 
@@ -27,10 +26,6 @@ CharacterClass classify(char32_t c);
 bool is_punctuation(char32_t c);
 /// Unicode general category Mn (what accent stripping drops after NFD).
 bool is_nonspacing_mark(char32_t c);
-/// Unicode "Cased" (Lowercase or Uppercase or Lt).
-bool is_cased(char32_t c);
-/// Unicode "Case_Ignorable".
-bool is_case_ignorable(char32_t c);
 
 /// Class table for ASCII; bit 0..1 = CharacterClass, bit 2 = punctuation.
 struct AsciiClasses {

@@ -39,27 +39,16 @@ void normalize_form(std::u32string& word, bool compose) {
   }
 }
 
-bool final_sigma_at(const std::u32string& word, size_t i) {
-  size_t j = i;
-  while (j > 0 && is_case_ignorable(word[j - 1])) --j;
-  if (j == 0 || !is_cased(word[j - 1])) return false;
-  size_t k = i + 1;
-  while (k < word.size() && is_case_ignorable(word[k])) ++k;
-  return k == word.size() || !is_cased(word[k]);
-}
-
 }  // namespace
 
 void lower_case_in_place(std::u32string& word) {
-  // Context for final sigma is the original (not yet lowered) word, as in CPython.
+  // Code point by code point, without context: capital sigma is always U+03C3, never the final
+  // form (docs/decisions/tokenizer-semantics.md).
   const std::u32string original = word;
   word.clear();
-  for (size_t i = 0; i < original.size(); ++i) {
-    const char32_t c = original[i];
+  for (const char32_t c : original) {
     if (c < 128) {
       word.push_back(c >= 'A' && c <= 'Z' ? c + 32 : c);
-    } else if (c == 0x03A3) {
-      word.push_back(final_sigma_at(original, i) ? 0x03C2 : 0x03C3);
     } else if (c == 0x0130) {  // the one unconditional multi-code-point lower-case mapping
       word.push_back('i');
       word.push_back(0x0307);

@@ -1,6 +1,6 @@
 // Normalises one whitespace-delimited word exactly as Hugging Face's BasicTokenizer does:
 //   NFC (the whole text is NFC-normalised before splitting; composition never crosses a space)
-//   → lower-case (Python str.lower(): simple mappings plus the final-sigma rule) when lower_case
+//   → lower-case code point by code point (simple mappings plus U+0130 → i U+0307) when lower_case
 //   → NFD and drop every Mn code point when strip_accents.
 // ASCII words take a table-driven path (none of the steps but lower-casing can change them).
 #pragma once
@@ -27,9 +27,9 @@ class WordNormalizer {
   bool strip_accents_;
 };
 
-/// Python's lower-casing of `word` in place: per-code-point simple mapping, except U+03A3 which
-/// becomes final sigma U+03C2 when preceded by a cased letter and not followed by one (skipping
-/// case-ignorable code points on both sides), as CPython's handle_capital_sigma.
+/// Lower-cases `word` in place code point by code point, as Hugging Face's tokenizers do: each
+/// code point's simple lower-case mapping, and U+0130 → i U+0307. No context rule applies, so
+/// U+03A3 always becomes U+03C3 (full Unicode lower-casing would give final sigma at a word end).
 void lower_case_in_place(std::u32string& word);
 
 }  // namespace loom::wordpiece
