@@ -102,10 +102,10 @@ recipes=$prefix/share/loom/examples
   > "$work/jsonl-run.log" 2>&1 || { tail -20 "$work/jsonl-run.log"; fail "the JSON-lines recipe did not run"; }
 for run in lion jsonl; do
   metrics=$work/runs/$run/metrics.jsonl
-  last=$(grep '"step"' "$metrics" 2>/dev/null | tail -1)
+  last=$(grep '"loss"' "$metrics" 2>/dev/null | tail -1)
   echo "$run: $last"
   echo "$last" | grep -q '"step":3' || fail "$run: metrics.jsonl does not reach step 3"
-  echo "$last" | grep -Eq '"loss":[0-9]' || fail "$run: no finite loss at step 3"
+  echo "$last" | grep -Eq '"loss":[0-9]' || fail "$run: no finite loss at step 3: $last"
 done
 # The Lion run's optimizer state is Lion's (exp_avg only, no AdamW exp_avg_sq).
 state=$(find "$work/runs/lion" -name 'optimizer.safetensors' | head -1)
