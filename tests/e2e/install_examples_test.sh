@@ -5,7 +5,7 @@
 # --plugin-path, LOOM_PLUGIN_PATH and the user directory, and their recipes run for a few steps.
 # Usage: install_examples_test.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
-build=$1
+build=$(realpath "$1")
 src=$2
 work=$(mktemp -d /tmp/loom-install-test-XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -6,7 +6,7 @@
 # (On a truly foreign root: scripts/fresh-machine/check-packages.)
 # Usage: package_archives_test.sh BUILD_DIR
 set -uo pipefail
-build=$1
+build=$(realpath "$1")
 work=$(mktemp -d /tmp/loom-package-test-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 failures=0
