@@ -102,10 +102,20 @@ std::string descriptor_problem(const loom_plugin_desc* d) {
       return fmt::format("component #{} has an incomplete descriptor", i);
     if (loom::kind_name(c.kind) == nullptr)
       return fmt::format("component '{}' has unknown kind {}; upgrade Loom", c.name, c.kind);
-    if (c.interface_version != supported_interface_version(c.kind))
-      return fmt::format("component {}/{} implements interface version {}, this host supports {}",
-                         loom::kind_name(c.kind), c.name, c.interface_version,
-                         supported_interface_version(c.kind));
+    const unsigned supported = supported_interface_version(c.kind);
+    if (c.interface_version > supported)
+      return fmt::format(
+          "component {}/{} implements {} interface version {} (plugin built against Loom SDK {}), newer "
+          "than this host's version {} (SDK {}): upgrade Loom, or rebuild the plugin against Loom SDK {}",
+          loom::kind_name(c.kind), c.name, loom::kind_name(c.kind), c.interface_version,
+          d->sdk_version != nullptr ? d->sdk_version : "(unknown)", supported, loom::kSdkVersion,
+          loom::kSdkVersion);
+    if (c.interface_version != supported)
+      return fmt::format(
+          "component {}/{} implements {} interface version {}, this host supports version {}: rebuild "
+          "the plugin against Loom SDK {}",
+          loom::kind_name(c.kind), c.name, loom::kind_name(c.kind), c.interface_version, supported,
+          loom::kSdkVersion);
   }
   return "";
 }
