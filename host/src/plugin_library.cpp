@@ -12,6 +12,7 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/communicator.hpp"
+#include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/optimizer.hpp"
@@ -23,11 +24,11 @@
 namespace loom::host {
 namespace {
 
-// Interface versions of each kind this host can drive (index = kind).
+// Newest interface version of each kind this host can drive.
 unsigned supported_interface_version(uint32_t kind) {
   switch (kind) {
     case LOOM_KIND_COMMUNICATOR:
-      return loom::Communicator::kInterfaceVersion;
+      return loom::Communicator2::kInterfaceVersion;
     case LOOM_KIND_BACKEND:
       return loom::Backend::kInterfaceVersion;
     case LOOM_KIND_DATASET:
@@ -45,6 +46,12 @@ unsigned supported_interface_version(uint32_t kind) {
     default:
       return 1;
   }
+}
+
+// Oldest interface version of each kind this host still drives (communicator: version 1, the
+// host-memory interface that communicator/local implements).
+unsigned oldest_interface_version(uint32_t kind) {
+  return kind == LOOM_KIND_COMMUNICATOR ? loom::Communicator::kInterfaceVersion : supported_interface_version(kind);
 }
 
 boost::dll::load_mode::type load_mode() {
@@ -102,10 +109,14 @@ std::string descriptor_problem(const loom_plugin_desc* d) {
       return fmt::format("component #{} has an incomplete descriptor", i);
     if (loom::kind_name(c.kind) == nullptr)
       return fmt::format("component '{}' has unknown kind {}; upgrade Loom", c.name, c.kind);
-    if (c.interface_version != supported_interface_version(c.kind))
+    if (c.interface_version != supported_interface_version(c.kind) &&
+        c.interface_version != oldest_interface_version(c.kind))
       return fmt::format("component {}/{} implements interface version {}, this host supports {}",
                          loom::kind_name(c.kind), c.name, c.interface_version,
-                         supported_interface_version(c.kind));
+                         supported_interface_version(c.kind) == oldest_interface_version(c.kind)
+                             ? std::to_string(supported_interface_version(c.kind))
+                             : fmt::format("{} and {}", oldest_interface_version(c.kind),
+                                           supported_interface_version(c.kind)));
   }
   return "";
 }

@@ -207,6 +207,47 @@ TEST(PretrainingShards, RanksTogetherVisitEveryInstanceExactlyOncePerEpoch) {
   }
 }
 
+TEST(PretrainingShards, AGlobalCursorResumesOnAnotherWorldSizeWithoutSkipsOrRepeats) {
+  ShardDir dir;
+  loom::host::write_pretraining_shard(dir.file("training_0.hdf5"), make_instances(9, 5), 64, 10);
+  loom::host::write_pretraining_shard(dir.file("training_1.hdf5"), make_instances(14, 6), 64, 10);
+  const std::string toml = "files = \"" + dir.file("*.hdf5") + "\"\nbatch_size = 4\n";
+  std::multiset<uint64_t> seen;
+  loom::DatasetCursor cursor{};
+  for (int32_t rank = 0; rank < 2; ++rank) {  // 2 ranks: two global batches of 8
+    auto dataset = make_dataset("pretraining-shards", toml);
+    dataset.call([&](loom::Dataset& d) {
+      d.open(setup(11, rank, 2));
+      Batch batch(d.limits());
+      for (int b = 0; b < 2; ++b) {
+        batch.shape = d.next_batch(batch.buffers());
+        EXPECT_EQ(batch.shape.rows, 4);
+        seen.insert(batch.instance_ids.begin(), batch.instance_ids.begin() + batch.shape.rows);
+      }
+      cursor = d.cursor();
+    });
+  }
+  EXPECT_EQ(cursor.position, 16u);  // global: both ranks' rows
+  uint64_t empty = 0;
+  for (int32_t rank = 0; rank < 3; ++rank) {  // the rest of the epoch (7 instances) on 3 ranks
+    auto dataset = make_dataset("pretraining-shards", toml);
+    dataset.call([&](loom::Dataset& d) {
+      d.open(setup(11, rank, 3));
+      d.seek(cursor);
+      Batch batch(d.limits());
+      batch.shape = d.next_batch(batch.buffers());
+      EXPECT_EQ(batch.shape.last_in_epoch, 1);
+      EXPECT_EQ(batch.shape.rows, std::vector<int32_t>({4, 3, 0})[static_cast<size_t>(rank)]);
+      empty += batch.shape.rows == 0 ? 1 : 0;
+      seen.insert(batch.instance_ids.begin(), batch.instance_ids.begin() + batch.shape.rows);
+      EXPECT_EQ(d.cursor().position, 23u);
+    });
+  }
+  EXPECT_EQ(empty, 1u);
+  ASSERT_EQ(seen.size(), 23u);
+  for (uint64_t id = 0; id < 23; ++id) EXPECT_EQ(seen.count(id), 1u) << "instance " << id;
+}
+
 TEST(PretrainingShards, DynamicMaskingChoosesFifteenPercentOfRealNonSpecialTokens) {
   ShardDir dir;
   loom::host::write_pretraining_shard(dir.file("t.hdf5"), make_instances(200, 8), 64, 10);
