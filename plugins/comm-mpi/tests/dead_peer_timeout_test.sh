@@ -5,7 +5,7 @@
 # Usage: dead_peer_timeout_test.sh MPIRUN_SH TEST_BINARY
 set -u
 out=$(LOOM_TEST_TIMEOUT_S=2 timeout 60 bash "$1" 2 -x LOOM_TEST_TIMEOUT_S "$2" \
-  --gtest_filter='*Timeout*' 2>&1)
+  --gtest_filter='*Timeout*' --gtest_color=no 2>&1)
 echo "$out"
 echo "$out" | grep -q "error as reported: .*rank 1 did not respond" || { echo "FAIL: no error naming rank 1"; exit 1; }
 echo "$out" | grep -q "\[  FAILED  \]" && { echo "FAIL: a test failed"; exit 1; }
