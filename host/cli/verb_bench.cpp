@@ -61,9 +61,10 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   float* grads = model.grads().data_as<float>();
   const int world = c.communicator.call([](loom::Communicator& m) { return m.size(); });
   const int rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
-  host::GradientSync sync(c.communicator, c.communicator2, grads, total,
-                          host::GradientSyncOptions{!settings.allreduce_post_accumulation,
-                                                    static_cast<size_t>(settings.allreduce_bucket_mb * (1 << 20) / 4)});
+  host::GradientSync sync(
+      c.communicator, c.communicator2, grads, total,
+      host::GradientSyncOptions{!settings.allreduce_post_accumulation,
+                                static_cast<size_t>(settings.allreduce_bucket_mb * (1 << 20) / 4)});
   const bool overlap = world > 1 && sync.overlapping();
   double t_forward = 0, t_backward = 0, t_optimizer = 0, t_comm = 0, t_upload = 0;
   const double base_lr = c.optimizer.call([](loom::Optimizer& o) { return o.base_lr(); });
@@ -108,7 +109,9 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       {"parameters", model.parameters().parameter_count()},
       {"threads", backend.threads()},
       {"world_size", world},
-      {"allreduce", world == 1 ? "none" : overlap ? "overlapped" : "post_accumulation"},
+      {"allreduce", world == 1 ? "none"
+                    : overlap  ? "overlapped"
+                               : "post_accumulation"},
       {"global_train_sequences_per_second", world * n * static_cast<double>(batch.batch) / train_seconds},
       {"train_sequences_per_second", n * static_cast<double>(batch.batch) / train_seconds},
       {"train_tokens_per_second", n * static_cast<double>(tokens) / train_seconds},

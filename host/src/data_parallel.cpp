@@ -22,7 +22,8 @@ void broadcast_parameters(const RankGroup& group, float* values, size_t count) {
   std::vector<int> differing;
   if (group.communicator2 != nullptr) {
     std::vector<uint64_t> all(static_cast<size_t>(group.world));
-    group.communicator.call([&](loom::Communicator&) { group.communicator2->all_gather(&mine, sizeof(mine), all.data()); });
+    group.communicator.call(
+        [&](loom::Communicator&) { group.communicator2->all_gather(&mine, sizeof(mine), all.data()); });
     for (int r = 1; r < group.world; ++r)
       if (all[static_cast<size_t>(r)] != all[0]) differing.push_back(r);
   } else {
@@ -32,11 +33,12 @@ void broadcast_parameters(const RankGroup& group, float* values, size_t count) {
     differing.push_back(-1);
   }
   if (differing.empty()) return;
-  std::string who = differing.front() < 0 ? "some rank" : fmt::format("rank(s) {}", fmt::join(differing, ", "));
-  throw std::runtime_error(fmt::format(
-      "the parameters of {} differ from rank 0's after the broadcast (checksum mismatch): the "
-      "communicator corrupted data; check the MPI/NCCL installation",
-      who));
+  std::string who =
+      differing.front() < 0 ? "some rank" : fmt::format("rank(s) {}", fmt::join(differing, ", "));
+  throw std::runtime_error(
+      fmt::format("the parameters of {} differ from rank 0's after the broadcast (checksum mismatch): the "
+                  "communicator corrupted data; check the MPI/NCCL installation",
+                  who));
 }
 
 void sum_over_ranks(const RankGroup& group, std::vector<double>& values) {
@@ -59,7 +61,8 @@ nlohmann::json per_rank_throughput(const RankGroup& group, double step_ms, doubl
   int first_rank = group.rank;
   if (group.world > 1 && group.communicator2 != nullptr) {
     all.assign(2 * static_cast<size_t>(group.world), 0.0);
-    group.communicator.call([&](loom::Communicator&) { group.communicator2->all_gather(mine, sizeof(mine), all.data()); });
+    group.communicator.call(
+        [&](loom::Communicator&) { group.communicator2->all_gather(mine, sizeof(mine), all.data()); });
     first_rank = 0;
   }
   nlohmann::json ranks = nlohmann::json::array();

@@ -5,8 +5,9 @@
 
 namespace loom::host {
 
-GradientSync::GradientSync(const Component<loom::Communicator>& communicator, loom::Communicator2* communicator2,
-                           float* grads, size_t total, GradientSyncOptions options)
+GradientSync::GradientSync(const Component<loom::Communicator>& communicator,
+                           loom::Communicator2* communicator2, float* grads, size_t total,
+                           GradientSyncOptions options)
     : communicator_(communicator),
       communicator2_(communicator2),
       grads_(grads),
@@ -26,7 +27,8 @@ void GradientSync::start_bucket(size_t first, size_t end) {
 
 void GradientSync::grads_final_from(size_t first) {
   if (!overlapping()) return;
-  if (unsent_end_ > first && unsent_end_ - first >= options_.bucket_elements) start_bucket(first, unsent_end_);
+  if (unsent_end_ > first && unsent_end_ - first >= options_.bucket_elements)
+    start_bucket(first, unsent_end_);
   // Collectives progress only inside MPI calls: poll the oldest between blocks of backward.
   communicator_.call([&](loom::Communicator&) {
     while (!in_flight_.empty() && communicator2_->test(in_flight_.front())) in_flight_.pop_front();

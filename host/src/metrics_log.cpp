@@ -60,14 +60,16 @@ std::string format_headless_line(const nlohmann::json& record, uint64_t total_st
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};
   gmtime_r(&now, &utc);
-  std::string line = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z step={}/{} loss={:.6f} lr={:.3e} loss_scale={:g} "
-                                 "seq_per_s={:.1f} step_ms={:.1f}",
-                                 utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                                 record.value("step", uint64_t{0}), total_steps, record.value("loss", 0.0),
-                                 record.value("lr", 0.0), record.value("loss_scale", 0.0),
-                                 record.value("sequences_per_second", 0.0), record.value("step_ms", 0.0));
+  std::string line = fmt::format(
+      "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z step={}/{} loss={:.6f} lr={:.3e} loss_scale={:g} "
+      "seq_per_s={:.1f} step_ms={:.1f}",
+      utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+      record.value("step", uint64_t{0}), total_steps, record.value("loss", 0.0), record.value("lr", 0.0),
+      record.value("loss_scale", 0.0), record.value("sequences_per_second", 0.0),
+      record.value("step_ms", 0.0));
   if (record.contains("world_size"))
-    line += fmt::format(" ranks={} allreduce_ms={:.1f}", record["world_size"].get<int>(), record.value("allreduce_ms", 0.0));
+    line += fmt::format(" ranks={} allreduce_ms={:.1f}", record["world_size"].get<int>(),
+                        record.value("allreduce_ms", 0.0));
   return line + " eta=" + format_duration(eta_seconds);
 }
 

@@ -72,8 +72,10 @@ Model::Model(const PluginRegistry& registry, const std::vector<std::string>& blo
   std::vector<size_t> first_of_block(blocks_.size() + 1, total);
   for (const auto& entry : table_.entries())
     first_of_block[entry.block] = std::min(first_of_block[entry.block], entry.offset);
-  for (size_t i = blocks_.size(); i-- > 0;) first_of_block[i] = std::min(first_of_block[i], first_of_block[i + 1]);
-  for (size_t k = 0; k < blocks_.size(); ++k) grads_final_offsets_.push_back(first_of_block[blocks_.size() - 1 - k]);
+  for (size_t i = blocks_.size(); i-- > 0;)
+    first_of_block[i] = std::min(first_of_block[i], first_of_block[i + 1]);
+  for (size_t k = 0; k < blocks_.size(); ++k)
+    grads_final_offsets_.push_back(first_of_block[blocks_.size() - 1 - k]);
   grads_final_offsets_.back() = 0;  // after the first block everything is final, gaps included
 }
 

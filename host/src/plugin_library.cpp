@@ -51,7 +51,8 @@ unsigned supported_interface_version(uint32_t kind) {
 // Oldest interface version of each kind this host still drives (communicator: version 1, the
 // host-memory interface that communicator/local implements).
 unsigned oldest_interface_version(uint32_t kind) {
-  return kind == LOOM_KIND_COMMUNICATOR ? loom::Communicator::kInterfaceVersion : supported_interface_version(kind);
+  return kind == LOOM_KIND_COMMUNICATOR ? loom::Communicator::kInterfaceVersion
+                                        : supported_interface_version(kind);
 }
 
 boost::dll::load_mode::type load_mode() {

@@ -161,8 +161,8 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
                 << report.unexpected.size() << " unused (unexpected)\n";
   }
   // One set of starting weights whatever each rank initialised or loaded, verified by checksum.
-  broadcast_parameters(RankGroup{c.communicator, c.communicator2, s.rank, s.world}, model.master().data_as<float>(),
-                       model.parameters().total_elements());
+  broadcast_parameters(RankGroup{c.communicator, c.communicator2, s.rank, s.world},
+                       model.master().data_as<float>(), model.parameters().total_elements());
   if (s.world > 1) model.refresh_compute_weights();
 }
 
@@ -195,16 +195,18 @@ TrainSummary Trainer::run() {
   // DIR/rank-N.txt), to check data parallelism reads each instance once per epoch.
   std::unique_ptr<std::ofstream> trace;
   if (const char* dir = std::getenv("LOOM_TRACE_INSTANCES"); dir != nullptr && *dir != '\0')
-    trace = std::make_unique<std::ofstream>(fs::path(dir) / fmt::format("rank-{}.txt", s.rank), std::ios::app);
+    trace =
+        std::make_unique<std::ofstream>(fs::path(dir) / fmt::format("rank-{}.txt", s.rank), std::ios::app);
 
   const uint64_t k = cfg.grad_accumulation;
   const size_t total = model.parameters().total_elements();
   float* const master = model.master().data_as<float>();
   float* const grads = model.grads().data_as<float>();
   const RankGroup group{c.communicator, c.communicator2, s.rank, s.world};
-  GradientSync sync(c.communicator, c.communicator2, grads, total,
-                    GradientSyncOptions{!cfg.allreduce_post_accumulation,
-                                        static_cast<size_t>(cfg.allreduce_bucket_mb * (1 << 20) / sizeof(float))});
+  GradientSync sync(
+      c.communicator, c.communicator2, grads, total,
+      GradientSyncOptions{!cfg.allreduce_post_accumulation,
+                          static_cast<size_t>(cfg.allreduce_bucket_mb * (1 << 20) / sizeof(float))});
   const bool data_parallel = s.world > 1;
 
   auto save_checkpoint = [&] {
@@ -257,18 +259,21 @@ TrainSummary Trainer::run() {
       const HostBatch batch = c.data.call([&](loom::Dataset& d) { return s.buffers->next(d, shape); });
       epoch_ended = epoch_ended || shape.last_in_epoch != 0;
       if (trace)
-        for (int32_t r = 0; r < shape.rows; ++r) *trace << shape.epoch << ' ' << s.buffers->instance_ids()[static_cast<size_t>(r)] << '\n';
+        for (int32_t r = 0; r < shape.rows; ++r)
+          *trace << shape.epoch << ' ' << s.buffers->instance_ids()[static_cast<size_t>(r)] << '\n';
       const bool last = micro + 1 == k;
       if (shape.rows == 0) {  // the other ranks took the rest of the epoch; still send gradients
-        if (last) for (size_t first : model.grads_final_offsets()) sync.grads_final_from(first);
+        if (last)
+          for (size_t first : model.grads_final_offsets()) sync.grads_final_from(first);
         continue;
       }
       ++batches_run;
       // Keyed by the micro-batch's place among all ranks' micro-batches of the step, so 2 ranks
       // with batch b see the dropout 1 process with batch b and accumulation 2 sees.
       model.forward(s.staging->upload(batch),
-                    StepSettings{true, dropout_key(cfg.seed, s.step, micro * static_cast<uint64_t>(s.world) +
-                                                                         static_cast<uint64_t>(s.rank))});
+                    StepSettings{true, dropout_key(cfg.seed, s.step,
+                                                   micro * static_cast<uint64_t>(s.world) +
+                                                       static_cast<uint64_t>(s.rank))});
       const double loss = model.loss();
       auto scalar = [&](const char* name) {
         const loom::Tensor t = model.output(name);
@@ -334,9 +339,14 @@ TrainSummary Trainer::run() {
       const nlohmann::json ranks =
           per_rank_throughput(group, step_ms, static_cast<double>(window_rows) / seconds);
       // Losses and counts of every rank's micro-batches (the mean over ranks and micro-batches).
-      std::vector<double> sums{window_loss, window_mlm, window_nsp, static_cast<double>(window_micro),
-                               static_cast<double>(window_rows), static_cast<double>(window_tokens),
-                               static_cast<double>(window_mlm_tally.correct), static_cast<double>(window_mlm_tally.total)};
+      std::vector<double> sums{window_loss,
+                               window_mlm,
+                               window_nsp,
+                               static_cast<double>(window_micro),
+                               static_cast<double>(window_rows),
+                               static_cast<double>(window_tokens),
+                               static_cast<double>(window_mlm_tally.correct),
+                               static_cast<double>(window_mlm_tally.total)};
       sum_over_ranks(group, sums);
       const double micro_batches = std::max(1.0, sums[3]);
       const double mean_loss = sums[0] / micro_batches;

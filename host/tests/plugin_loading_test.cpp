@@ -197,14 +197,27 @@ TEST(PluginLoading, OptionProblemsComeBackAsRecipeErrorsWithLocations) {
 // (Communicator2: communicator/mpi, /nccl); the host drives both and refuses any other.
 TEST(PluginLoading, CommunicatorInterfaceVersionsOneAndTwoAreAcceptedOthersNamed) {
   auto problem_with = [](uint32_t kind, uint32_t version) {
-    loom_component_desc component{sizeof(loom_component_desc), kind, "x", "0.1.0", version, "test",
-                                  [](const loom_create_args*, void**, loom_error_buffer*) noexcept {
-                                    return LOOM_OK;
-                                  },
-                                  [](void*) noexcept {}};
-    const loom_plugin_desc plugin{LOOM_PLUGIN_MAGIC, sizeof(loom_plugin_desc), LOOM_PLUGIN_ABI_MAJOR,
-                                  LOOM_PLUGIN_ABI_MINOR, loom::kSdkVersion, loom::this_toolchain(), "p", "0.1.0",
-                                  "test", 1, &component, {nullptr, nullptr, nullptr, nullptr}};
+    loom_component_desc component{
+        sizeof(loom_component_desc),
+        kind,
+        "x",
+        "0.1.0",
+        version,
+        "test",
+        [](const loom_create_args*, void**, loom_error_buffer*) noexcept { return LOOM_OK; },
+        [](void*) noexcept {}};
+    const loom_plugin_desc plugin{LOOM_PLUGIN_MAGIC,
+                                  sizeof(loom_plugin_desc),
+                                  LOOM_PLUGIN_ABI_MAJOR,
+                                  LOOM_PLUGIN_ABI_MINOR,
+                                  loom::kSdkVersion,
+                                  loom::this_toolchain(),
+                                  "p",
+                                  "0.1.0",
+                                  "test",
+                                  1,
+                                  &component,
+                                  {nullptr, nullptr, nullptr, nullptr}};
     return descriptor_problem(&plugin);
   };
   EXPECT_EQ(problem_with(LOOM_KIND_COMMUNICATOR, loom::Communicator::kInterfaceVersion), "");

@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
         max_rel = std::max(max_rel, diff / std::max(1e-12, std::fabs(static_cast<double>(x[i]))));
       }
     }
-    const double model_relative = magnitude_squares > 0 ? std::sqrt(difference_squares / magnitude_squares) : 0.0;
+    const double model_relative =
+        magnitude_squares > 0 ? std::sqrt(difference_squares / magnitude_squares) : 0.0;
     std::cout << "max abs diff " << max_abs << " (" << worst << "), max rel diff " << max_rel
               << ", model relative diff " << model_relative << "\n";
     if (relative) return model_relative <= atol ? 0 : 1;

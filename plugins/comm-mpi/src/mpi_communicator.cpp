@@ -48,7 +48,8 @@ MpiCommunicator::MpiCommunicator(loom::ComponentContext& context) {
   MPI_Comm_rank(world_, &rank_);
   MPI_Comm_size(world_, &size_);
   MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
   MPI_Comm_rank(node, &local_rank_);
   MPI_Comm_free(&node);
   probe_ = std::make_unique<PeerProbe>(world_);
@@ -84,10 +85,12 @@ void MpiCommunicator::complete(std::vector<MPI_Request>& requests, const std::st
   if (done) return;
   broken_ = true;
   const std::vector<int> silent = probe_->unresponsive(std::min(5.0, std::max(1.0, timeout_s_)));
-  const std::string who = silent.empty() ? "every peer still answers; one is likely stuck outside communication"
-                                         : rank_list(silent) + " did not respond (dead or stalled)";
-  throw loom::Error("communicator/mpi: rank " + std::to_string(rank_) + ": " + what + " made no progress for " +
-                    std::to_string(static_cast<int>(timeout_s_)) + " s ([communicator] timeout_s): " + who);
+  const std::string who = silent.empty()
+                              ? "every peer still answers; one is likely stuck outside communication"
+                              : rank_list(silent) + " did not respond (dead or stalled)";
+  throw loom::Error("communicator/mpi: rank " + std::to_string(rank_) + ": " + what +
+                    " made no progress for " + std::to_string(static_cast<int>(timeout_s_)) +
+                    " s ([communicator] timeout_s): " + who);
 }
 
 void MpiCommunicator::all_reduce_sum(float* data, size_t count) {
@@ -113,8 +116,8 @@ std::vector<MPI_Request> MpiCommunicator::start_reduce_requests(void* data, size
   for (size_t first = 0; first < count; first += kMaxChunk) {
     const auto n = static_cast<int>(std::min(kMaxChunk, count - first));
     MPI_Request request;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + first * element, n, type, mpi_op, world_,
-                             &request),
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + first * element, n, type, mpi_op,
+                             world_, &request),
               "MPI_Iallreduce");
     requests.push_back(request);
   }
@@ -172,9 +175,10 @@ void MpiCommunicator::broadcast(void* data, size_t bytes, int root) {
   std::vector<MPI_Request> requests;
   for (size_t first = 0; first < bytes; first += kMaxChunk) {
     MPI_Request request;
-    check_mpi(MPI_Ibcast(static_cast<char*>(data) + first, static_cast<int>(std::min(kMaxChunk, bytes - first)),
-                         MPI_BYTE, root, world_, &request),
-              "MPI_Ibcast");
+    check_mpi(
+        MPI_Ibcast(static_cast<char*>(data) + first, static_cast<int>(std::min(kMaxChunk, bytes - first)),
+                   MPI_BYTE, root, world_, &request),
+        "MPI_Ibcast");
     requests.push_back(request);
   }
   complete(requests, "broadcast of " + std::to_string(bytes) + " bytes from rank " + std::to_string(root));
@@ -192,20 +196,23 @@ void MpiCommunicator::all_gather(const void* send, size_t bytes, void* receive) 
   if (bytes > static_cast<size_t>(INT_MAX))
     throw loom::UnsupportedError("communicator/mpi: all-gather of more than 2 GiB per rank");
   std::vector<MPI_Request> requests(1);
-  check_mpi(MPI_Iallgather(send, static_cast<int>(bytes), MPI_BYTE, receive, static_cast<int>(bytes), MPI_BYTE,
-                           world_, requests.data()),
+  check_mpi(MPI_Iallgather(send, static_cast<int>(bytes), MPI_BYTE, receive, static_cast<int>(bytes),
+                           MPI_BYTE, world_, requests.data()),
             "MPI_Iallgather");
   complete(requests, "all-gather of " + std::to_string(bytes) + " bytes");
 }
 
 void MpiCommunicator::device_all_reduce(void*, size_t, loom::DType, loom::ReduceOp, void*) {
-  throw loom::UnsupportedError("communicator/mpi works on host memory only; use communicator/nccl for device buffers");
+  throw loom::UnsupportedError(
+      "communicator/mpi works on host memory only; use communicator/nccl for device buffers");
 }
 void MpiCommunicator::device_broadcast(void*, size_t, int, void*) {
-  throw loom::UnsupportedError("communicator/mpi works on host memory only; use communicator/nccl for device buffers");
+  throw loom::UnsupportedError(
+      "communicator/mpi works on host memory only; use communicator/nccl for device buffers");
 }
 void MpiCommunicator::device_all_gather(const void*, size_t, void*, void*) {
-  throw loom::UnsupportedError("communicator/mpi works on host memory only; use communicator/nccl for device buffers");
+  throw loom::UnsupportedError(
+      "communicator/mpi works on host memory only; use communicator/nccl for device buffers");
 }
 
 }  // namespace loom_mpi

@@ -44,7 +44,8 @@ class MpiCommunicator : public loom::Communicator2 {
   void wait(loom::CollectiveHandle handle) override;
   void all_gather(const void* send, size_t bytes, void* receive) override;
   bool device_buffers() const override { return false; }
-  void device_all_reduce(void* data, size_t count, loom::DType dtype, loom::ReduceOp op, void* stream) override;
+  void device_all_reduce(void* data, size_t count, loom::DType dtype, loom::ReduceOp op,
+                         void* stream) override;
   void device_broadcast(void* data, size_t bytes, int root, void* stream) override;
   void device_all_gather(const void* send, size_t bytes, void* receive, void* stream) override;
 

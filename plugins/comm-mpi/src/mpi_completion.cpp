@@ -76,7 +76,8 @@ std::vector<int> PeerProbe::unresponsive(double grace_s) {
   int ping = 0;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    MPI_Irecv(&pongs[static_cast<size_t>(peer)], 1, MPI_INT, peer, kPongTag, comm_, &receives[static_cast<size_t>(peer)]);
+    MPI_Irecv(&pongs[static_cast<size_t>(peer)], 1, MPI_INT, peer, kPongTag, comm_,
+              &receives[static_cast<size_t>(peer)]);
     MPI_Request send;
     if (MPI_Isend(&ping, 1, MPI_INT, peer, kPingTag, comm_, &send) == MPI_SUCCESS) MPI_Request_free(&send);
   }

@@ -79,7 +79,8 @@ TEST(MpiCommunicator, NonBlockingAllReduceOverlapsOtherWork) {
   std::vector<std::vector<float>> buckets(4, std::vector<float>(100000, 1.0f));
   std::vector<loom::CollectiveHandle> handles;
   for (auto& bucket : buckets)
-    handles.push_back(comm2().start_all_reduce(bucket.data(), bucket.size(), loom::DType::f32, loom::ReduceOp::sum));
+    handles.push_back(
+        comm2().start_all_reduce(bucket.data(), bucket.size(), loom::DType::f32, loom::ReduceOp::sum));
   EXPECT_NE(handles[0], handles[1]);
   int polls = 0;
   while (!comm2().test(handles[0])) ++polls;  // work between polls would overlap here

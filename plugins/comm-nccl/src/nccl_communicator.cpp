@@ -62,15 +62,17 @@ NcclCommunicator::~NcclCommunicator() {
 
 void NcclCommunicator::require_device(const char* what) const {
   require_usable(what);
-  if (comm_ == nullptr) throw loom::Error(std::string("communicator/nccl: ") + what + " without a NCCL communicator");
+  if (comm_ == nullptr)
+    throw loom::Error(std::string("communicator/nccl: ") + what + " without a NCCL communicator");
 }
 
 void NcclCommunicator::device_all_reduce(void* data, size_t count, loom::DType dtype, loom::ReduceOp op,
                                          void* stream) {
   require_device("device all-reduce");
-  check_nccl(ncclAllReduce(data, data, count, nccl_type(dtype), op == loom::ReduceOp::mean ? ncclAvg : ncclSum,
-                           comm_, static_cast<cudaStream_t>(stream)),
-             "ncclAllReduce");
+  check_nccl(
+      ncclAllReduce(data, data, count, nccl_type(dtype), op == loom::ReduceOp::mean ? ncclAvg : ncclSum,
+                    comm_, static_cast<cudaStream_t>(stream)),
+      "ncclAllReduce");
 }
 
 void NcclCommunicator::device_broadcast(void* data, size_t bytes, int root, void* stream) {

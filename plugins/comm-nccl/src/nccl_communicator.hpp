@@ -19,7 +19,8 @@ class NcclCommunicator final : public loom_mpi::MpiCommunicator {
   ~NcclCommunicator() override;
 
   bool device_buffers() const override { return comm_ != nullptr; }
-  void device_all_reduce(void* data, size_t count, loom::DType dtype, loom::ReduceOp op, void* stream) override;
+  void device_all_reduce(void* data, size_t count, loom::DType dtype, loom::ReduceOp op,
+                         void* stream) override;
   void device_broadcast(void* data, size_t bytes, int root, void* stream) override;
   void device_all_gather(const void* send, size_t bytes, void* receive, void* stream) override;
 

@@ -20,7 +20,8 @@ loom::host::Component<loom::Communicator>& communicator() {
     loom::host::PluginRegistry registry(search);
     const auto* entry = registry.find(LOOM_KIND_COMMUNICATOR, "nccl");
     if (entry == nullptr) throw std::runtime_error("communicator/nccl not found in " LOOM_PLUGIN_DIR);
-    return registry.create<loom::Communicator>(*entry, {"communicator", "timeout_s = 60.0\n", "", "test:1:1"}, false);
+    return registry.create<loom::Communicator>(*entry, {"communicator", "timeout_s = 60.0\n", "", "test:1:1"},
+                                               false);
   }();
   return comm;
 }

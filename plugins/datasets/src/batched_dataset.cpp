@@ -60,7 +60,8 @@ void BatchedDataset::seek(const loom::DatasetCursor& cursor) {
   require_open();
   if (cursor.position > total_)
     throw loom::Error("dataset: cursor position " + std::to_string(cursor.position) + " is past the " +
-                      std::to_string(total_) + " instances of an epoch (was the checkpoint made with other data?)");
+                      std::to_string(total_) +
+                      " instances of an epoch (was the checkpoint made with other data?)");
   cursor_ = cursor;
   order_epoch_ = UINT64_MAX;
 }

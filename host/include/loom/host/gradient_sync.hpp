@@ -27,8 +27,8 @@ struct GradientSyncOptions {
 
 class GradientSync {
  public:
-  GradientSync(const Component<loom::Communicator>& communicator, loom::Communicator2* communicator2, float* grads,
-               size_t total, GradientSyncOptions options);
+  GradientSync(const Component<loom::Communicator>& communicator, loom::Communicator2* communicator2,
+               float* grads, size_t total, GradientSyncOptions options);
 
   /// True when buckets overlap backward (overlap requested and the communicator can).
   bool overlapping() const { return communicator2_ != nullptr && options_.overlap; }

@@ -20,6 +20,7 @@ LaunchEnvironment detect_launch_environment();
 
 /// Throws std::runtime_error when the launcher started several processes but the communicator
 /// sees a different world (e.g. communicator/local under mpirun), saying what to set.
-void check_launch_matches(const LaunchEnvironment& launch, const std::string& communicator, int rank, int world);
+void check_launch_matches(const LaunchEnvironment& launch, const std::string& communicator, int rank,
+                          int world);
 
 }  // namespace loom::host

@@ -113,7 +113,7 @@ class Model {
   size_t loss_offset_ = 0, d_hidden_offset_[2] = {0, 0}, scratch_offset_ = 0, scratch_bytes_ = 0;
 
   std::vector<size_t> grads_final_offsets_;  // per block in backward order
-  const loom::BatchView* batch_ = nullptr;  // of the last forward
+  const loom::BatchView* batch_ = nullptr;   // of the last forward
   StepSettings settings_{};
 };
 

@@ -29,8 +29,8 @@
 namespace loom::host {
 
 struct TrainOptions {
-  std::string resume;   ///< "": start fresh (refused when checkpoints exist), "auto", or a checkpoint path
-  bool console = true;  ///< print the progress line every log interval
+  std::string resume;     ///< "": start fresh (refused when checkpoints exist), "auto", or a checkpoint path
+  bool console = true;    ///< print the progress line every log interval
   bool headless = false;  ///< batch-log lines (timestamp, key=value) instead of the progress line
 };
 
