@@ -2,6 +2,7 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/communicator.hpp"
+#include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/error.hpp"

@@ -1,6 +1,9 @@
-// `loom run RECIPE [--set k=v] [--resume auto|DIR]`: validate the recipe, then train.
-// Ctrl-C / SIGTERM finish the current step, write a checkpoint and exit 0.
+// `loom run RECIPE [--set k=v] [--resume auto|DIR] [--headless]`: validate the recipe, then train.
+// Ctrl-C / SIGTERM finish the current step, write a checkpoint and exit 0. Under mpirun/srun
+// every rank runs this; rank 0 alone prints, writes metrics and checkpoints (docs/cluster.md).
 #include <iostream>
+
+#include <spdlog/spdlog.h>
 
 #include "cli_context.hpp"
 #include "loom/host/metrics_log.hpp"
@@ -13,16 +16,21 @@ void register_run_verb(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<RecipeArguments>();
   auto resume = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
+  auto headless = std::make_shared<bool>(false);
   auto* verb = app.add_subcommand("run", "train as the recipe says");
   add_recipe_arguments(*verb, *args);
   verb->add_option("--resume", *resume,
                    "continue from a checkpoint: 'auto' (the newest) or a checkpoint directory");
   verb->add_flag("--quiet", *quiet, "no progress lines");
+  verb->add_flag("--headless", *headless,
+                 "cluster/batch mode: one plain timestamped key=value line per log step, no colour");
   add_plugin_flags(*verb, options);
-  verb->callback([&options, args, resume, quiet] {
+  verb->callback([&options, args, resume, quiet, headless] {
+    if (*headless) spdlog::set_pattern("%Y-%m-%dT%H:%M:%S %l %v");
     auto [recipe, registry] = load_and_check(options, *args);
-    host::Trainer trainer(recipe, *registry, host::TrainOptions{*resume, !*quiet});
+    host::Trainer trainer(recipe, *registry, host::TrainOptions{*resume, !*quiet, *headless});
     const host::TrainSummary summary = trainer.run();
+    if (!trainer.leader()) return;
     std::cerr << (summary.stopped_early ? "stopped" : "finished") << " at step " << summary.steps << " in "
               << host::format_duration(summary.seconds) << "; checkpoint " << summary.last_checkpoint.string()
               << "\n";

@@ -58,6 +58,8 @@ HostBatch HostBatchBuffers::view(const loom::BatchShape& shape) const {
 
 HostBatch HostBatchBuffers::next(loom::Dataset& dataset, loom::BatchShape& shape) {
   shape = dataset.next_batch(buffers_);
+  // An empty batch: other ranks took the rest of the epoch's last global batch.
+  if (shape.rows == 0 && shape.seq == 0) return view(shape);
   if (shape.rows < 1 || shape.rows > limits_.batch_size || shape.seq < 1 ||
       shape.seq > limits_.max_seq_length)
     throw std::runtime_error("dataset returned a batch of " + std::to_string(shape.rows) + " × " +

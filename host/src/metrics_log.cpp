@@ -1,7 +1,9 @@
 // metrics.jsonl writing and the console progress line; see metrics_log.hpp.
 #include "loom/host/metrics_log.hpp"
 
+#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -52,6 +54,23 @@ std::string format_progress_line(uint64_t step, uint64_t total_steps, double los
                                  double loss_scale, double sequences_per_second, double eta_seconds) {
   return fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | scale {:g} | {:.1f} seq/s | ETA {}", step,
                      total_steps, loss, lr, loss_scale, sequences_per_second, format_duration(eta_seconds));
+}
+
+std::string format_headless_line(const nlohmann::json& record, uint64_t total_steps, double eta_seconds) {
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::string line = fmt::format(
+      "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z step={}/{} loss={:.6f} lr={:.3e} loss_scale={:g} "
+      "seq_per_s={:.1f} step_ms={:.1f}",
+      utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+      record.value("step", uint64_t{0}), total_steps, record.value("loss", 0.0), record.value("lr", 0.0),
+      record.value("loss_scale", 0.0), record.value("sequences_per_second", 0.0),
+      record.value("step_ms", 0.0));
+  if (record.contains("world_size"))
+    line += fmt::format(" ranks={} allreduce_ms={:.1f}", record["world_size"].get<int>(),
+                        record.value("allreduce_ms", 0.0));
+  return line + " eta=" + format_duration(eta_seconds);
 }
 
 }  // namespace loom::host

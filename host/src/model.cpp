@@ -68,6 +68,15 @@ Model::Model(const PluginRegistry& registry, const std::vector<std::string>& blo
   backend_.zero(master());
   backend_.zero(grads());
   bind_blocks();
+  // After block i's backward, every element from the first parameter of blocks i.. is final.
+  std::vector<size_t> first_of_block(blocks_.size() + 1, total);
+  for (const auto& entry : table_.entries())
+    first_of_block[entry.block] = std::min(first_of_block[entry.block], entry.offset);
+  for (size_t i = blocks_.size(); i-- > 0;)
+    first_of_block[i] = std::min(first_of_block[i], first_of_block[i + 1]);
+  for (size_t k = 0; k < blocks_.size(); ++k)
+    grads_final_offsets_.push_back(first_of_block[blocks_.size() - 1 - k]);
+  grads_final_offsets_.back() = 0;  // after the first block everything is final, gaps included
 }
 
 void Model::add_block(const PluginRegistry& registry, const std::string& name,
@@ -258,7 +267,7 @@ float Model::loss() const {
   return value;
 }
 
-void Model::backward(float loss_scale) {
+void Model::backward(float loss_scale, const std::function<void(size_t)>& grads_final_from) {
   if (batch_ == nullptr) throw std::logic_error("Model::backward called before forward");
   loom::Tensor d_output;
   for (size_t k = 0; k < blocks_.size(); ++k) {
@@ -267,6 +276,7 @@ void Model::backward(float loss_scale) {
     const loom::Tensor d_input = i == 0 ? loom::Tensor{} : hidden(d_hidden_offset_[k % 2], *batch_);
     blocks_[i].block.call([&](loom::Block& b) { b.backward(args, d_output, d_input); });
     d_output = d_input;
+    if (grads_final_from) grads_final_from(grads_final_offsets_[k]);
   }
 }
 

@@ -12,6 +12,7 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/communicator.hpp"
+#include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/optimizer.hpp"
@@ -23,11 +24,11 @@
 namespace loom::host {
 namespace {
 
-// Interface versions of each kind this host can drive (index = kind).
+// Newest interface version of each kind this host can drive.
 unsigned supported_interface_version(uint32_t kind) {
   switch (kind) {
     case LOOM_KIND_COMMUNICATOR:
-      return loom::Communicator::kInterfaceVersion;
+      return loom::Communicator2::kInterfaceVersion;
     case LOOM_KIND_BACKEND:
       return loom::Backend::kInterfaceVersion;
     case LOOM_KIND_DATASET:
@@ -45,6 +46,13 @@ unsigned supported_interface_version(uint32_t kind) {
     default:
       return 1;
   }
+}
+
+// Oldest interface version of each kind this host still drives (communicator: version 1, the
+// host-memory interface that communicator/local implements).
+unsigned oldest_interface_version(uint32_t kind) {
+  return kind == LOOM_KIND_COMMUNICATOR ? loom::Communicator::kInterfaceVersion
+                                        : supported_interface_version(kind);
 }
 
 boost::dll::load_mode::type load_mode() {
@@ -103,6 +111,7 @@ std::string descriptor_problem(const loom_plugin_desc* d) {
     if (loom::kind_name(c.kind) == nullptr)
       return fmt::format("component '{}' has unknown kind {}; upgrade Loom", c.name, c.kind);
     const unsigned supported = supported_interface_version(c.kind);
+    const unsigned oldest = oldest_interface_version(c.kind);
     if (c.interface_version > supported)
       return fmt::format(
           "component {}/{} implements {} interface version {} (plugin built against Loom SDK {}), newer "
@@ -110,11 +119,13 @@ std::string descriptor_problem(const loom_plugin_desc* d) {
           loom::kind_name(c.kind), c.name, loom::kind_name(c.kind), c.interface_version,
           d->sdk_version != nullptr ? d->sdk_version : "(unknown)", supported, loom::kSdkVersion,
           loom::kSdkVersion);
-    if (c.interface_version != supported)
+    if (c.interface_version < oldest)
       return fmt::format(
-          "component {}/{} implements {} interface version {}, this host supports version {}: rebuild "
-          "the plugin against Loom SDK {}",
-          loom::kind_name(c.kind), c.name, loom::kind_name(c.kind), c.interface_version, supported,
+          "component {}/{} implements {} interface version {}, this host supports {}: rebuild the plugin "
+          "against Loom SDK {}",
+          loom::kind_name(c.kind), c.name, loom::kind_name(c.kind), c.interface_version,
+          supported == oldest ? fmt::format("version {}", supported)
+                              : fmt::format("versions {} to {}", oldest, supported),
           loom::kSdkVersion);
   }
   return "";

@@ -29,6 +29,8 @@ const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers()
          s.log_every = count(o, "log_every", s.log_every, 1);
          s.eval_every = count(o, "eval_every", s.eval_every, 0);
          s.eval_batches = count(o, "eval_batches", s.eval_batches, 0);
+         s.allreduce_post_accumulation = o.get<bool>("allreduce_post_accumulation", false);
+         s.allreduce_bucket_mb = o.get<double>("allreduce_bucket_mb", 25.0, loom::Range{0.001, 1e6});
        }},
       {"checkpoint",
        [](loom::Options& o, RunSettings& s) {

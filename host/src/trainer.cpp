@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -11,8 +13,11 @@
 #include "loom/host/atomic_file.hpp"
 #include "loom/host/batch_staging.hpp"
 #include "loom/host/checkpoint_store.hpp"
+#include "loom/host/data_parallel.hpp"
 #include "loom/host/evaluator.hpp"
+#include "loom/host/gradient_sync.hpp"
 #include "loom/host/host_batch_buffers.hpp"
+#include "loom/host/launch_environment.hpp"
 #include "loom/host/metrics_log.hpp"
 #include "loom/host/model_setup.hpp"
 #include "loom/host/run_checkpoint.hpp"
@@ -27,14 +32,15 @@ using Clock = std::chrono::steady_clock;
 
 namespace loom::host {
 
-uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_step, uint64_t rank) {
+uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_batch) {
   auto mix = [](uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     return x ^ (x >> 31);
   };
-  return mix(mix(mix(mix(seed) ^ step) ^ micro_step) ^ rank);
+  // The outer mix (of a former rank term, now 0) keeps single-process keys what they were.
+  return mix(mix(mix(mix(seed) ^ step) ^ micro_batch));
 }
 
 // Everything one run holds, in construction order (destroyed in reverse).
@@ -73,15 +79,19 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
   RunComponents& c = s.components;
   s.rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
   s.world = c.communicator.call([](loom::Communicator& m) { return m.size(); });
+  check_launch_matches(detect_launch_environment(), c.communicator.name(), s.rank, s.world);
+  if (s.rank != 0) spdlog::set_level(std::max(spdlog::get_level(), spdlog::level::warn));
 
   const loom::DatasetSetup data_setup{s.rank, s.world, s.settings.seed,
                                       c.tokenizer ? c.tokenizer.get() : nullptr};
+  // Every rank evaluates the whole evaluation set (same numbers everywhere; rank 0 records them).
+  const loom::DatasetSetup eval_setup{0, 1, s.settings.seed, data_setup.tokenizer};
   c.data.call([&](loom::Dataset& d) { d.open(data_setup); });
   const loom::BatchLimits limits = c.data.call([](loom::Dataset& d) { return d.limits(); });
   loom::ActivationShape shape = activation_shape_for(limits);
   s.buffers = std::make_unique<HostBatchBuffers>(limits);
   if (c.eval_data) {
-    c.eval_data.call([&](loom::Dataset& d) { d.open(data_setup); });
+    c.eval_data.call([&](loom::Dataset& d) { d.open(eval_setup); });
     const loom::BatchLimits eval_limits = c.eval_data.call([](loom::Dataset& d) { return d.limits(); });
     const loom::ActivationShape eval_shape = activation_shape_for(eval_limits);
     shape = {std::max(shape.batch, eval_shape.batch), std::max(shape.seq, eval_shape.seq),
@@ -150,9 +160,17 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
                 << " parameters loaded, " << report.missing.size() << " initialised fresh (missing), "
                 << report.unexpected.size() << " unused (unexpected)\n";
   }
+  // One set of starting weights whatever each rank initialised or loaded, verified by checksum.
+  broadcast_parameters(RankGroup{c.communicator, c.communicator2, s.rank, s.world},
+                       model.master().data_as<float>(), model.parameters().total_elements());
+  if (s.world > 1) model.refresh_compute_weights();
 }
 
 Trainer::~Trainer() = default;
+
+bool Trainer::leader() const {
+  return state_->rank == 0;
+}
 
 TrainSummary Trainer::run() {
   State& s = *state_;
@@ -173,11 +191,23 @@ TrainSummary Trainer::run() {
                                            s.step > 0 ? std::optional<uint64_t>(s.step) : std::nullopt);
   }
   install_stop_handlers();
+  // LOOM_TRACE_INSTANCES=DIR: every rank lists the instances it trained on ("epoch id" lines in
+  // DIR/rank-N.txt), to check data parallelism reads each instance once per epoch.
+  std::unique_ptr<std::ofstream> trace;
+  if (const char* dir = std::getenv("LOOM_TRACE_INSTANCES"); dir != nullptr && *dir != '\0')
+    trace =
+        std::make_unique<std::ofstream>(fs::path(dir) / fmt::format("rank-{}.txt", s.rank), std::ios::app);
 
   const uint64_t k = cfg.grad_accumulation;
   const size_t total = model.parameters().total_elements();
   float* const master = model.master().data_as<float>();
   float* const grads = model.grads().data_as<float>();
+  const RankGroup group{c.communicator, c.communicator2, s.rank, s.world};
+  GradientSync sync(
+      c.communicator, c.communicator2, grads, total,
+      GradientSyncOptions{!cfg.allreduce_post_accumulation,
+                          static_cast<size_t>(cfg.allreduce_bucket_mb * (1 << 20) / sizeof(float))});
+  const bool data_parallel = s.world > 1;
 
   auto save_checkpoint = [&] {
     RunState state;
@@ -210,23 +240,40 @@ TrainSummary Trainer::run() {
   };
 
   // Window statistics between two log records.
-  double window_loss = 0, window_mlm = 0, window_nsp = 0;
-  uint64_t window_micro = 0, window_rows = 0, window_tokens = 0;
+  double window_loss = 0, window_mlm = 0, window_nsp = 0, window_allreduce = 0;
+  uint64_t window_micro = 0, window_rows = 0, window_tokens = 0, window_step_count = 0;
   Tally window_mlm_tally;
   auto window_start = Clock::now();
   const auto loop_start = Clock::now();
   const uint64_t first_step = s.step;
   double grad_norm = 0;
 
-  while (s.step < cfg.steps && !stop_requested()) {
+  while (s.step < cfg.steps && !any_rank(group, stop_requested())) {
     model.zero_grads();
     const double loss_scale = c.precision.call([](loom::Precision& p) { return p.loss_scale(); });
     const bool log_now = (s.step + 1) % cfg.log_every == 0 || s.step + 1 == cfg.steps;
+    uint64_t batches_run = 0;
+    bool epoch_ended = false;
     for (uint64_t micro = 0; micro < k; ++micro) {
       loom::BatchShape shape{};
       const HostBatch batch = c.data.call([&](loom::Dataset& d) { return s.buffers->next(d, shape); });
+      epoch_ended = epoch_ended || shape.last_in_epoch != 0;
+      if (trace)
+        for (int32_t r = 0; r < shape.rows; ++r)
+          *trace << shape.epoch << ' ' << s.buffers->instance_ids()[static_cast<size_t>(r)] << '\n';
+      const bool last = micro + 1 == k;
+      if (shape.rows == 0) {  // the other ranks took the rest of the epoch; still send gradients
+        if (last)
+          for (size_t first : model.grads_final_offsets()) sync.grads_final_from(first);
+        continue;
+      }
+      ++batches_run;
+      // Keyed by the micro-batch's place among all ranks' micro-batches of the step, so 2 ranks
+      // with batch b see the dropout 1 process with batch b and accumulation 2 sees.
       model.forward(s.staging->upload(batch),
-                    StepSettings{true, dropout_key(cfg.seed, s.step, micro, s.rank)});
+                    StepSettings{true, dropout_key(cfg.seed, s.step,
+                                                   micro * static_cast<uint64_t>(s.world) +
+                                                       static_cast<uint64_t>(s.rank))});
       const double loss = model.loss();
       auto scalar = [&](const char* name) {
         const loom::Tensor t = model.output(name);
@@ -244,9 +291,26 @@ TrainSummary Trainer::run() {
         const Tally t = masked_lm_tally(model, backend, batch);
         window_mlm_tally.correct += t.correct, window_mlm_tally.total += t.total;
       }
-      model.backward(static_cast<float>(loss_scale / static_cast<double>(k)));
+      const float scale = static_cast<float>(loss_scale / static_cast<double>(k));
+      if (last && data_parallel && sync.overlapping())
+        model.backward(scale, [&](size_t first) { sync.grads_final_from(first); });
+      else
+        model.backward(scale);
     }
-    if (s.world > 1) c.communicator.call([&](loom::Communicator& m) { m.all_reduce_mean(grads, total); });
+    if (data_parallel) {
+      sync.finish();
+      window_allreduce += sync.take_blocked_seconds();
+      // At an epoch's end some ranks may have had no batch: average over the batches that ran.
+      if (epoch_ended) {
+        std::vector<double> ran{static_cast<double>(batches_run)};
+        sum_over_ranks(group, ran);
+        const double expected = static_cast<double>(k) * s.world;
+        if (ran[0] > 0 && ran[0] < expected) {
+          const auto factor = static_cast<float>(expected / ran[0]);
+          for (size_t i = 0; i < total; ++i) grads[i] *= factor;
+        }
+      }
+    }
     const bool nonfinite =
         c.precision.call([&](loom::Precision& p) { return p.any_nonfinite(grads, total); });
     const loom::PrecisionDecision decision =
@@ -263,36 +327,58 @@ TrainSummary Trainer::run() {
       model.refresh_compute_weights();
     }
     ++s.step;
+    ++window_step_count;
 
     if (log_now) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
       const double per_step = std::chrono::duration<double>(Clock::now() - loop_start).count() /
                               static_cast<double>(s.step - first_step);
-      const double mean_loss = window_loss / static_cast<double>(window_micro);
       const uint64_t skipped = c.precision.call([](loom::Precision& p) { return p.skipped_steps(); });
-      const uint64_t window_steps = std::max<uint64_t>(1, window_micro / k);
+      const uint64_t window_steps = std::max<uint64_t>(1, window_step_count);
+      const double step_ms = 1000.0 * seconds / static_cast<double>(window_steps);
+      const nlohmann::json ranks =
+          per_rank_throughput(group, step_ms, static_cast<double>(window_rows) / seconds);
+      // Losses and counts of every rank's micro-batches (the mean over ranks and micro-batches).
+      std::vector<double> sums{window_loss,
+                               window_mlm,
+                               window_nsp,
+                               static_cast<double>(window_micro),
+                               static_cast<double>(window_rows),
+                               static_cast<double>(window_tokens),
+                               static_cast<double>(window_mlm_tally.correct),
+                               static_cast<double>(window_mlm_tally.total)};
+      sum_over_ranks(group, sums);
+      const double micro_batches = std::max(1.0, sums[3]);
+      const double mean_loss = sums[0] / micro_batches;
+      const Tally mlm_tally{static_cast<uint64_t>(sums[6]), static_cast<uint64_t>(sums[7])};
       nlohmann::json record{{"type", "train"},
                             {"step", s.step},
                             {"loss", mean_loss},
-                            {"mlm_loss", window_mlm / static_cast<double>(window_micro)},
-                            {"nsp_loss", window_nsp / static_cast<double>(window_micro)},
-                            {"mlm_accuracy", window_mlm_tally.rate()},
+                            {"mlm_loss", sums[1] / micro_batches},
+                            {"nsp_loss", sums[2] / micro_batches},
+                            {"mlm_accuracy", mlm_tally.rate()},
                             {"lr", lr},
                             {"loss_scale", loss_scale},
                             {"skipped_steps", skipped},
                             {"grad_norm", grad_norm},
-                            {"sequences_per_second", static_cast<double>(window_rows * s.world) / seconds},
-                            {"tokens_per_second", static_cast<double>(window_tokens * s.world) / seconds},
-                            {"step_ms", 1000.0 * seconds / static_cast<double>(window_steps)}};
+                            {"sequences_per_second", sums[4] / seconds},
+                            {"tokens_per_second", sums[5] / seconds},
+                            {"step_ms", step_ms}};
+      if (data_parallel) {
+        record["world_size"] = s.world;
+        record["allreduce_ms"] = 1000.0 * window_allreduce / static_cast<double>(window_steps);
+        record["ranks"] = ranks;
+      }
       if (metrics) metrics->write(record);
+      const double eta = per_step * static_cast<double>(cfg.steps - s.step);
       if (leader && s.options.console)
-        std::cerr << format_progress_line(s.step, cfg.steps, mean_loss, lr, loss_scale,
-                                          static_cast<double>(window_rows * s.world) / seconds,
-                                          per_step * static_cast<double>(cfg.steps - s.step))
+        std::cerr << (s.options.headless ? format_headless_line(record, cfg.steps, eta)
+                                         : format_progress_line(s.step, cfg.steps, mean_loss, lr, loss_scale,
+                                                                sums[4] / seconds, eta))
                   << "\n";
       summary.final_loss = mean_loss;
-      window_loss = window_mlm = window_nsp = 0;
-      window_micro = window_rows = window_tokens = 0;
+      window_loss = window_mlm = window_nsp = window_allreduce = 0;
+      window_micro = window_rows = window_tokens = window_step_count = 0;
       window_mlm_tally = {};
       window_start = Clock::now();
     }

@@ -63,10 +63,10 @@ TEST(PluginCompatibility, NewerInterfaceVersionIsRefusedNamingBothVersions) {
     FAIL() << "a component with a newer interface version was loaded";
   } catch (const PluginLoadError& e) {
     const std::string message = e.what();
-    EXPECT_NE(message.find("communicator/newer-interface implements communicator interface version 2"),
+    EXPECT_NE(message.find("communicator/newer-interface implements communicator interface version 3"),
               std::string::npos)
         << message;
-    EXPECT_NE(message.find("newer than this host's version 1 (SDK 0.1.0)"), std::string::npos) << message;
+    EXPECT_NE(message.find("newer than this host's version 2 (SDK 0.1.0)"), std::string::npos) << message;
     EXPECT_NE(message.find("upgrade Loom"), std::string::npos) << message;
   }
 }

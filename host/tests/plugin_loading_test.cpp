@@ -3,6 +3,8 @@
 
 #include "loom/host/errors.hpp"
 #include "loom/sdk/communicator.hpp"
+#include "loom/sdk/communicator2.hpp"
+#include "loom/sdk/plugin.hpp"
 #include "plugin_test_support.hpp"
 
 namespace loom::host {
@@ -189,6 +191,47 @@ TEST(PluginLoading, OptionProblemsComeBackAsRecipeErrorsWithLocations) {
               std::string::npos)
         << e.problems()[2];
   }
+}
+
+// Communicators come in interface versions 1 (host memory, communicator/local) and 2
+// (Communicator2: communicator/mpi, /nccl); the host drives both and refuses any other.
+TEST(PluginLoading, CommunicatorInterfaceVersionsOneAndTwoAreAcceptedOthersNamed) {
+  auto problem_with = [](uint32_t kind, uint32_t version) {
+    loom_component_desc component{
+        sizeof(loom_component_desc),
+        kind,
+        "x",
+        "0.1.0",
+        version,
+        "test",
+        [](const loom_create_args*, void**, loom_error_buffer*) noexcept { return LOOM_OK; },
+        [](void*) noexcept {}};
+    const loom_plugin_desc plugin{LOOM_PLUGIN_MAGIC,
+                                  sizeof(loom_plugin_desc),
+                                  LOOM_PLUGIN_ABI_MAJOR,
+                                  LOOM_PLUGIN_ABI_MINOR,
+                                  loom::kSdkVersion,
+                                  loom::this_toolchain(),
+                                  "p",
+                                  "0.1.0",
+                                  "test",
+                                  1,
+                                  &component,
+                                  {nullptr, nullptr, nullptr, nullptr}};
+    return descriptor_problem(&plugin);
+  };
+  EXPECT_EQ(problem_with(LOOM_KIND_COMMUNICATOR, loom::Communicator::kInterfaceVersion), "");
+  EXPECT_EQ(problem_with(LOOM_KIND_COMMUNICATOR, loom::Communicator2::kInterfaceVersion), "");
+  const std::string newer = problem_with(LOOM_KIND_COMMUNICATOR, 3);
+  EXPECT_NE(newer.find("interface version 3 (plugin built against Loom SDK 0.1.0), newer than this host's version 2"),
+            std::string::npos)
+      << newer;
+  const std::string dataset = problem_with(LOOM_KIND_DATASET, 2);
+  EXPECT_NE(dataset.find("interface version 2 (plugin built against Loom SDK 0.1.0), newer than this host's version 1"),
+            std::string::npos)
+      << dataset;
+  const std::string older = problem_with(LOOM_KIND_COMMUNICATOR, 0);
+  EXPECT_NE(older.find("interface version 0, this host supports versions 1 to 2"), std::string::npos) << older;
 }
 
 }  // namespace

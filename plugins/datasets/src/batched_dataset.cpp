@@ -32,18 +32,16 @@ void BatchedDataset::start(const loom::DatasetSetup& setup, std::vector<uint64_t
   shuffle_ = shuffle;
   drop_last_ = drop_last;
   seed_ = setup.seed;
-  rank_ = setup.rank;
-  world_ = setup.world_size;
+  slicing_ = RankSlicing{setup.rank, setup.world_size, static_cast<uint64_t>(limits.batch_size)};
   limits_ = limits;
   total_ = 0;
   for (uint64_t size : group_sizes_) total_ += size;
-  rank_size_ = rank_share(total_, rank_, world_);
-  if (drop_last_) rank_size_ -= rank_size_ % static_cast<uint64_t>(limits_.batch_size);
+  rank_size_ = rank_share(total_, slicing_, drop_last_);
   if (rank_size_ == 0)
-    throw loom::Error(
-        "dataset: rank " + std::to_string(rank_) + " gets no instance (" + std::to_string(total_) +
-        " instances for " + std::to_string(world_) + " ranks" +
-        (drop_last_ ? ", batch_size " + std::to_string(limits_.batch_size) + " with drop_last" : "") + ")");
+    throw loom::Error("dataset: rank " + std::to_string(setup.rank) + " gets no instance (" +
+                      std::to_string(total_) + " instances for " + std::to_string(setup.world_size) +
+                      " ranks of batch_size " + std::to_string(limits_.batch_size) +
+                      (drop_last_ ? " with drop_last" : "") + "): use fewer ranks or a smaller batch_size");
   cursor_ = {0, 0};
   order_epoch_ = UINT64_MAX;
   open_ = true;
@@ -60,40 +58,54 @@ loom::BatchLimits BatchedDataset::limits() const {
 
 void BatchedDataset::seek(const loom::DatasetCursor& cursor) {
   require_open();
-  if (cursor.position > rank_size_)
-    throw loom::Error("dataset: cursor position " + std::to_string(cursor.position) +
-                      " is past this rank's " + std::to_string(rank_size_) +
-                      " instances per epoch (was the checkpoint made with other "
-                      "data, batch size or world size?)");
+  if (cursor.position > total_)
+    throw loom::Error("dataset: cursor position " + std::to_string(cursor.position) + " is past the " +
+                      std::to_string(total_) +
+                      " instances of an epoch (was the checkpoint made with other data?)");
   cursor_ = cursor;
+  order_epoch_ = UINT64_MAX;
 }
 
-const std::vector<uint64_t>& BatchedDataset::order_for(uint64_t epoch) {
-  if (order_epoch_ != epoch) {
-    order_ = rank_order(group_sizes_, shuffle_, seed_, epoch, rank_, world_);
-    order_epoch_ = epoch;
-  }
-  return order_;
+uint64_t BatchedDataset::epoch_end(uint64_t start) const {
+  if (!drop_last_) return total_;
+  const uint64_t global_batch = static_cast<uint64_t>(slicing_.world) * slicing_.batch_size;
+  return start + (total_ - std::min(start, total_)) / global_batch * global_batch;
+}
+
+void BatchedDataset::prepare_order() {
+  if (order_epoch_ == cursor_.epoch) return;
+  order_start_ = cursor_.position;
+  order_end_ = epoch_end(order_start_);
+  order_ = rank_order(group_sizes_, shuffle_, seed_, cursor_.epoch, order_start_, order_end_, slicing_);
+  order_epoch_ = cursor_.epoch;
 }
 
 loom::BatchShape BatchedDataset::next_batch(const loom::BatchBuffers& out) {
   require_open();
-  if (cursor_.position >= rank_size_) cursor_ = {cursor_.epoch + 1, 0};
-  const std::vector<uint64_t>& order = order_for(cursor_.epoch);
-  const auto rows = static_cast<int32_t>(
-      std::min<uint64_t>(static_cast<uint64_t>(limits_.batch_size), rank_size_ - cursor_.position));
+  prepare_order();
+  if (cursor_.position >= order_end_) {
+    cursor_ = {cursor_.epoch + 1, 0};
+    prepare_order();
+  }
+  // Every rank advances the global cursor by the whole global batch; this rank's rows are its
+  // block of it, taken in order from its own list (all earlier global batches were full).
+  const uint64_t global_batch = static_cast<uint64_t>(slicing_.world) * slicing_.batch_size;
+  const uint64_t global_rows = std::min(global_batch, order_end_ - cursor_.position);
+  const uint64_t first = (cursor_.position - order_start_) / global_batch * slicing_.batch_size;
+  const auto rows = static_cast<int32_t>(slicing_.rows_of(global_rows));
+  const std::vector<uint64_t>& order = order_;
   rows_.resize(static_cast<size_t>(rows));
   int32_t longest = 0;
   for (int32_t r = 0; r < rows; ++r) {
     Row& row = rows_[static_cast<size_t>(r)];
     row = Row{};
-    load_row(order[cursor_.position + static_cast<uint64_t>(r)], cursor_.epoch, row);
+    load_row(order[first + static_cast<uint64_t>(r)], cursor_.epoch, row);
     if (row.ids.size() > static_cast<size_t>(limits_.max_seq_length))
       throw loom::Error("dataset: an instance has " + std::to_string(row.ids.size()) +
                         " tokens, more than max_seq_length " + std::to_string(limits_.max_seq_length));
     longest = std::max(longest, static_cast<int32_t>(row.ids.size()));
   }
-  const int32_t seq = padded_length(longest, limits_.max_seq_length);
+  const int32_t seq = rows == 0 ? 0 : padded_length(longest, limits_.max_seq_length);
   const int32_t predictions = limits_.max_predictions;
   for (int32_t r = 0; r < rows; ++r) {
     const Row& row = rows_[static_cast<size_t>(r)];
@@ -106,7 +118,7 @@ loom::BatchShape BatchedDataset::next_batch(const loom::BatchBuffers& out) {
       if (out.attention_mask) out.attention_mask[base + c] = real ? 1 : 0;
       if (out.mlm_labels) out.mlm_labels[base + c] = loom::kIgnoreLabel;
     }
-    const uint64_t instance = order[cursor_.position + static_cast<uint64_t>(r)];
+    const uint64_t instance = order[first + static_cast<uint64_t>(r)];
     if (out.instance_ids) out.instance_ids[r] = instance;
     switch (limits_.task) {
       case loom::BatchTask::pretraining: {
@@ -138,8 +150,8 @@ loom::BatchShape BatchedDataset::next_batch(const loom::BatchBuffers& out) {
   shape.seq = seq;
   shape.predictions = limits_.task == loom::BatchTask::pretraining ? predictions : 0;
   shape.epoch = cursor_.epoch;
-  cursor_.position += static_cast<uint64_t>(rows);
-  shape.last_in_epoch = cursor_.position == rank_size_ ? 1 : 0;
+  cursor_.position += global_rows;
+  shape.last_in_epoch = cursor_.position == order_end_ ? 1 : 0;
   return shape;
 }
 

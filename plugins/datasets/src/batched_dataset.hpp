@@ -1,5 +1,5 @@
 // BatchedDataset: the part of loom::Dataset every dataset here shares — epoch order per rank
-// (epoch_order.hpp), the (epoch, position) cursor, and packing rows into the host's buffers with
+// (epoch_order.hpp), the global (epoch, position) cursor, and packing rows into the host's buffers with
 // per-batch padding to the longest row rounded up to a multiple of 8 (dataset.hpp contract).
 // A concrete dataset reads its options, then in `open()` calls `start()` with its group sizes and
 // limits, and implements `load_row` (one instance as unpadded token ids plus labels).
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "epoch_order.hpp"
 #include "loom/sdk/dataset.hpp"
 
 namespace loom_datasets {
@@ -52,20 +53,24 @@ class BatchedDataset : public loom::Dataset {
 
  private:
   void require_open() const;
-  const std::vector<uint64_t>& order_for(uint64_t epoch);
+  /// Builds this rank's order for the cursor's epoch from the cursor's position when it lacks it.
+  void prepare_order();
+  /// Where the current epoch ends (before a dropped final global batch under drop_last).
+  uint64_t epoch_end(uint64_t start) const;
 
   std::vector<uint64_t> group_sizes_;
   bool shuffle_ = true;
   bool drop_last_ = false;
   bool open_ = false;
   uint64_t seed_ = 0;
-  int32_t rank_ = 0;
-  int32_t world_ = 1;
+  RankSlicing slicing_;
   uint64_t total_ = 0;
   uint64_t rank_size_ = 0;
   loom::BatchLimits limits_{};
   loom::DatasetCursor cursor_{0, 0};
   uint64_t order_epoch_ = UINT64_MAX;
+  uint64_t order_start_ = 0;  // sequence position order_ starts at (a global batch boundary)
+  uint64_t order_end_ = 0;    // where that epoch ends for this order
   std::vector<uint64_t> order_;
   std::vector<Row> rows_;
 };

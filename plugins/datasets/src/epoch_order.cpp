@@ -1,6 +1,7 @@
 // EpochOrder; see epoch_order.hpp.
 #include "epoch_order.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <utility>
 
@@ -29,13 +30,25 @@ void fisher_yates(std::vector<T>& items, StreamRandom& random) {
 }
 }  // namespace
 
+uint64_t RankSlicing::rows_of(uint64_t global_rows) const {
+  const uint64_t before = static_cast<uint64_t>(rank) * batch_size;
+  return global_rows <= before ? 0 : std::min(batch_size, global_rows - before);
+}
+
 std::vector<uint64_t> rank_order(const std::vector<uint64_t>& group_sizes, bool shuffle, uint64_t seed,
-                                 uint64_t epoch, int32_t rank, int32_t world) {
+                                 uint64_t epoch, uint64_t start, uint64_t end, const RankSlicing& slicing) {
   std::vector<uint64_t> starts(group_sizes.size(), 0);
   uint64_t total = 0;
   for (size_t g = 0; g < group_sizes.size(); ++g) starts[g] = total, total += group_sizes[g];
+  end = std::min(end, total);
+  const uint64_t global_batch = static_cast<uint64_t>(slicing.world) * slicing.batch_size;
+  const uint64_t first_block = static_cast<uint64_t>(slicing.rank) * slicing.batch_size;
+  // Position p belongs to this rank when its offset inside its global batch lies in the rank's block.
+  auto mine = [&](uint64_t p) {
+    const uint64_t offset = (p - start) % global_batch;
+    return offset >= first_block && offset < first_block + slicing.batch_size;
+  };
   std::vector<uint64_t> out;
-  out.reserve(rank_share(total, rank, world));
   StreamRandom random(mix64(seed) ^ mix64(epoch + 0x5851f42d4c957f2dull));
   std::vector<size_t> groups(group_sizes.size());
   std::iota(groups.begin(), groups.end(), size_t{0});
@@ -44,22 +57,24 @@ std::vector<uint64_t> rank_order(const std::vector<uint64_t>& group_sizes, bool 
   std::vector<uint64_t> members;
   for (size_t g : groups) {
     const uint64_t size = group_sizes[g];
-    // This rank's positions inside [position, position + size).
-    const uint64_t first = position % static_cast<uint64_t>(world);
-    const uint64_t skip = (static_cast<uint64_t>(rank) + world - first) % static_cast<uint64_t>(world);
+    // Every group is shuffled (the generator's stream must not depend on start/end); only the
+    // positions in [start, end) that are this rank's are kept.
     members.resize(size);
     std::iota(members.begin(), members.end(), starts[g]);
     if (shuffle) fisher_yates(members, random);
-    for (uint64_t i = skip; i < size; i += static_cast<uint64_t>(world)) out.push_back(members[i]);
+    for (uint64_t i = 0; i < size; ++i) {
+      const uint64_t p = position + i;
+      if (p >= start && p < end && mine(p)) out.push_back(members[i]);
+    }
     position += size;
   }
   return out;
 }
 
-uint64_t rank_share(uint64_t total, int32_t rank, int32_t world) {
-  const auto w = static_cast<uint64_t>(world);
-  const auto r = static_cast<uint64_t>(rank);
-  return total / w + (r < total % w ? 1 : 0);
+uint64_t rank_share(uint64_t total, const RankSlicing& slicing, bool drop_last) {
+  const uint64_t global_batch = static_cast<uint64_t>(slicing.world) * slicing.batch_size;
+  const uint64_t full = total / global_batch;
+  return full * slicing.batch_size + (drop_last ? 0 : slicing.rows_of(total % global_batch));
 }
 
 }  // namespace loom_datasets

@@ -3,8 +3,11 @@
 // Instances are numbered 0..N-1 and come in groups (one per shard file; a single group for text
 // datasets). With shuffling, epoch e permutes the groups and, inside each group, its members with
 // a generator keyed by (seed, e) — instances of one file stay together, so a reader holds one
-// file at a time. The rank takes positions rank, rank + world, ... of the resulting sequence.
-// Without shuffling the sequence is 0..N-1. Deterministic across machines and builds (own
+// file at a time. The sequence does not depend on the number of ranks. Ranks consume it in
+// global batches of world × batch_size consecutive positions, rank r taking the r-th block of
+// batch_size (the last global batch of an epoch fills ranks in order, so later ranks may get
+// fewer rows or none). A position in this sequence is the global data cursor, valid for any
+// world size. Without shuffling the sequence is 0..N-1. Deterministic across machines and builds (own
 // generator and Fisher–Yates, not std::shuffle, whose algorithm is implementation-defined).
 #pragma once
 
@@ -31,12 +34,23 @@ class StreamRandom {
   uint64_t state_;
 };
 
-/// The instances rank `rank` of `world` visits in `epoch`, in order, as global instance ids.
-/// `group_sizes` partition 0..N-1 into consecutive ranges.
-std::vector<uint64_t> rank_order(const std::vector<uint64_t>& group_sizes, bool shuffle, uint64_t seed,
-                                 uint64_t epoch, int32_t rank, int32_t world);
+/// How ranks split an epoch's sequence.
+struct RankSlicing {
+  int32_t rank = 0;
+  int32_t world = 1;
+  uint64_t batch_size = 1;
+  /// Rows rank `rank` gets of a global batch of `global_rows` (≤ world × batch_size) positions.
+  uint64_t rows_of(uint64_t global_rows) const;
+};
 
-/// Instances rank `rank` of `world` visits per epoch out of `total`.
-uint64_t rank_share(uint64_t total, int32_t rank, int32_t world);
+/// The instances `slicing.rank` visits in `epoch` from sequence position `start` (where a global
+/// batch begins) up to `end`, in order, as instance ids. `group_sizes` partition 0..N-1 into
+/// consecutive ranges.
+std::vector<uint64_t> rank_order(const std::vector<uint64_t>& group_sizes, bool shuffle, uint64_t seed,
+                                 uint64_t epoch, uint64_t start, uint64_t end, const RankSlicing& slicing);
+
+/// Instances `slicing.rank` visits in a whole epoch of `total` (fewer when `drop_last` drops a
+/// final global batch smaller than world × batch_size).
+uint64_t rank_share(uint64_t total, const RankSlicing& slicing, bool drop_last);
 
 }  // namespace loom_datasets

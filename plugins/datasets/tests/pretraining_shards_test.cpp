@@ -207,6 +207,57 @@ TEST(PretrainingShards, RanksTogetherVisitEveryInstanceExactlyOncePerEpoch) {
   }
 }
 
+TEST(PretrainingShards, AGlobalCursorResumesOnAnotherWorldSizeWithoutSkipsOrRepeats) {
+  ShardDir dir;
+  loom::host::write_pretraining_shard(dir.file("training_0.hdf5"), make_instances(9, 5), 64, 10);
+  loom::host::write_pretraining_shard(dir.file("training_1.hdf5"), make_instances(14, 6), 64, 10);
+  auto toml = [&](int batch) {
+    return "files = \"" + dir.file("*.hdf5") + "\"\nbatch_size = " + std::to_string(batch) + "\n";
+  };
+  std::multiset<uint64_t> seen;
+  loom::DatasetCursor cursor{};
+  uint64_t total = 0;
+  for (int32_t rank = 0; rank < 2; ++rank) {  // 2 ranks × batch 4: two global batches of 8
+    auto dataset = make_dataset("pretraining-shards", toml(4));
+    dataset.call([&](loom::Dataset& d) {
+      d.open(setup(11, rank, 2));
+      total = d.size();
+      Batch batch(d.limits());
+      for (int b = 0; b < 2; ++b) {
+        batch.shape = d.next_batch(batch.buffers());
+        EXPECT_EQ(batch.shape.rows, 4);
+        seen.insert(batch.instance_ids.begin(), batch.instance_ids.begin() + batch.shape.rows);
+      }
+      cursor = d.cursor();
+    });
+  }
+  EXPECT_EQ(cursor.position, 16u);  // global: both ranks' rows
+  ASSERT_GT(total, 18u);
+  // The rest of the epoch on 3 ranks in one global batch of batch ⌈rest/2⌉: ranks 0 and 1 take it
+  // all, rank 2 gets no row (but still ends the epoch at the same cursor).
+  const uint64_t rest = total - 16, half = (rest + 1) / 2;
+  const std::vector<int32_t> expected_rows = {static_cast<int32_t>(half), static_cast<int32_t>(rest - half),
+                                              0};
+  for (int32_t rank = 0; rank < 3; ++rank) {
+    auto dataset = make_dataset("pretraining-shards", toml(static_cast<int>(half)));
+    dataset.call([&](loom::Dataset& d) {
+      d.open(setup(11, rank, 3));
+      d.seek(cursor);
+      Batch batch(d.limits());
+      batch.shape = d.next_batch(batch.buffers());
+      EXPECT_EQ(batch.shape.last_in_epoch, 1);
+      EXPECT_EQ(batch.shape.rows, expected_rows[static_cast<size_t>(rank)]);
+      if (batch.shape.rows == 0) {
+        EXPECT_EQ(batch.shape.seq, 0);
+      }
+      seen.insert(batch.instance_ids.begin(), batch.instance_ids.begin() + batch.shape.rows);
+      EXPECT_EQ(d.cursor().position, total);
+    });
+  }
+  ASSERT_EQ(seen.size(), total);
+  for (uint64_t id = 0; id < total; ++id) EXPECT_EQ(seen.count(id), 1u) << "instance " << id;
+}
+
 TEST(PretrainingShards, DynamicMaskingChoosesFifteenPercentOfRealNonSpecialTokens) {
   ShardDir dir;
   loom::host::write_pretraining_shard(dir.file("t.hdf5"), make_instances(200, 8), 64, 10);

@@ -19,6 +19,7 @@ class HostBatchBuffers {
   /// The batch `shape` describes, for upload; labels the task does not produce are absent.
   HostBatch view(const loom::BatchShape& shape) const;
   /// Reads the next batch from `dataset` and returns its view; `shape` receives the batch shape.
+  /// A batch of 0 rows (this rank has none of an epoch's last global batch) is returned as is.
   HostBatch next(loom::Dataset& dataset, loom::BatchShape& shape);
 
   const loom::BatchLimits& limits() const { return limits_; }

@@ -32,6 +32,9 @@ class MetricsLog {
 
 /// One console progress line: "step 120/2000 | loss 7.1234 | lr 1.20e-03 | scale 65536 |
 /// 312.4 seq/s | ETA 5m12s".
+/// The `--headless` line for batch logs: UTC timestamp, then key=value pairs of a train record.
+std::string format_headless_line(const nlohmann::json& record, uint64_t total_steps, double eta_seconds);
+
 std::string format_progress_line(uint64_t step, uint64_t total_steps, double loss, double lr,
                                  double loss_scale, double sequences_per_second, double eta_seconds);
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -69,8 +70,13 @@ class Model {
   void forward(const loom::BatchView& batch, const StepSettings& settings);
   /// The head's loss of the last forward (copied to the host).
   float loss() const;
-  /// Runs backward in reverse; gradients of loss × loss_scale accumulate into grads().
-  void backward(float loss_scale);
+  /// Runs backward in reverse; gradients of loss × loss_scale accumulate into grads(). After
+  /// each block, `grads_final_from(first)` (when given) says that gradient elements [first,
+  /// total) are complete: later blocks write only below `first` (ties point to earlier blocks).
+  void backward(float loss_scale, const std::function<void(size_t)>& grads_final_from = {});
+  /// The `first` values backward reports, in order (for a rank that has no batch to run but must
+  /// issue the same gradient collectives as the others).
+  const std::vector<size_t>& grads_final_offsets() const { return grads_final_offsets_; }
   /// A named output of any block after forward ("mlm_loss", "seq_relationship_logits", ...);
   /// an undefined view when no block has it.
   loom::Tensor output(const std::string& name) const;
@@ -106,7 +112,8 @@ class Model {
   std::vector<size_t> boundary_offsets_;  // output of block i (i < n − 1)
   size_t loss_offset_ = 0, d_hidden_offset_[2] = {0, 0}, scratch_offset_ = 0, scratch_bytes_ = 0;
 
-  const loom::BatchView* batch_ = nullptr;  // of the last forward
+  std::vector<size_t> grads_final_offsets_;  // per block in backward order
+  const loom::BatchView* batch_ = nullptr;   // of the last forward
   StepSettings settings_{};
 };
 

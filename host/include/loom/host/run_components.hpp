@@ -13,6 +13,7 @@
 #include "loom/host/recipe.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/communicator.hpp"
+#include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/optimizer.hpp"
 #include "loom/sdk/precision.hpp"
@@ -23,6 +24,9 @@ namespace loom::host {
 
 struct RunComponents {
   Component<loom::Communicator> communicator;
+  /// The same object when it implements interface version 2 (communicator/mpi, /nccl), else
+  /// nullptr (communicator/local): calls go through `communicator.call`.
+  loom::Communicator2* communicator2 = nullptr;
   Component<loom::Backend> backend;
   Component<loom::Precision> precision;
   Component<loom::Tokenizer> tokenizer;  ///< empty when the recipe has no [tokenizer]

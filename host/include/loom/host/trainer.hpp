@@ -2,14 +2,17 @@
 //
 //   per step:  zero grads → k micro-batches (next_batch → upload → forward → backward with
 //              loss scale / k, so gradients are the mean over micro-batches) → all-reduce (mean
-//              over ranks) → non-finite check → precision decides apply/skip → schedule lr from
+//              over ranks; in buckets overlapping the last backward, or once after it:
+//              gradient_sync.hpp) → non-finite check → precision decides apply/skip → schedule lr from
 //              the successful-step count → fused optimizer step → cast working weights → metrics
 //   around it: evaluation every `train.eval_every` steps on [eval_data], checkpoints every
 //              `checkpoint.every` steps and at the end, Ctrl-C/SIGTERM finish the step, checkpoint
 //              and return normally.
 //
-// Determinism: dropout keys derive from (seed, step, micro-step, rank); data order from (seed,
-// epoch); nothing depends on wall time, so one recipe and seed give bit-identical losses on one
+// Data parallelism: rank 0's weights are broadcast at start (checksum-verified); each rank reads
+// its block of every global batch (dataset.hpp); rank 0 alone writes checkpoints and metrics.
+// Determinism: dropout keys derive from (seed, step, micro-batch × world + rank); data order from
+// (seed, epoch); nothing depends on wall time, so one recipe and seed give bit-identical losses on one
 // thread count, and a resumed run continues exactly as the uninterrupted one would.
 #pragma once
 
@@ -26,8 +29,9 @@
 namespace loom::host {
 
 struct TrainOptions {
-  std::string resume;   ///< "": start fresh (refused when checkpoints exist), "auto", or a checkpoint path
-  bool console = true;  ///< print the progress line every log interval
+  std::string resume;     ///< "": start fresh (refused when checkpoints exist), "auto", or a checkpoint path
+  bool console = true;    ///< print the progress line every log interval
+  bool headless = false;  ///< batch-log lines (timestamp, key=value) instead of the progress line
 };
 
 struct TrainSummary {
@@ -49,13 +53,16 @@ class Trainer {
 
   /// Trains until `train.steps` or a stop signal; throws on failure (nothing half-written).
   TrainSummary run();
+  /// True on rank 0, the rank that prints and writes.
+  bool leader() const;
 
  private:
   struct State;
   std::unique_ptr<State> state_;
 };
 
-/// The dropout key of one micro-step (a splitmix64 mix; documented so other tools can reproduce it).
-uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_step, uint64_t rank);
+/// The dropout key of one micro-batch (a splitmix64 mix; documented so other tools can reproduce
+/// it). `micro_batch` is its place among all ranks' micro-batches of the step: micro × world + rank.
+uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_batch);
 
 }  // namespace loom::host

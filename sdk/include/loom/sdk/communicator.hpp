@@ -1,8 +1,9 @@
 // Communicator: the processes of one run and the collectives the trainer needs.
 //
 // One process per device. Rank 0 writes checkpoints and metrics. Implementations: `local` (one
-// process, in plugins/core), later `mpi` and `nccl`. Buffers are host memory for this interface
-// version; device buffers arrive with a GPU backend.
+// process, in plugins/core) implements this interface version (1, host memory only); `mpi` and
+// `nccl` implement version 2 (communicator2.hpp: non-blocking, typed and device-buffer
+// collectives), which extends this one. The host drives both versions.
 #pragma once
 
 #include <cstddef>

@@ -6,12 +6,17 @@
 // - Life cycle: the constructor reads options only (and touches no file under `loom check`);
 //   `open()` reads/indexes the data once the host knows rank, world size, seed and tokenizer;
 //   every other method requires a successful `open()`.
-// - Order: epoch e visits every instance once in an order fixed by (seed, e) (or file order when
-//   shuffling is off). Rank r of W takes positions r, r+W, r+2W, ... of that order, so the ranks
-//   together cover every instance exactly once per epoch (rank sizes differ by at most one).
-// - Cursor: (epoch, position) = instances this rank has consumed in `epoch`. Saving `cursor()`
-//   and later `seek()`-ing to it on a freshly opened dataset with the same options and setup
-//   reproduces the following batches exactly (dynamic masking included).
+// - Order: epoch e visits every instance once in a sequence fixed by (seed, e) (or file order
+//   when shuffling is off), the same for any number of ranks. The ranks consume it in global
+//   batches of world_size × batch_size consecutive positions; rank r takes the r-th block of
+//   batch_size. The last global batch of an epoch fills the ranks in order, so a later rank may
+//   get fewer rows, or none (`rows` = 0, with world_size > 1 only): every instance is visited
+//   exactly once per epoch by exactly one rank.
+// - Cursor: (epoch, position) = positions of `epoch`'s sequence consumed by all ranks together,
+//   identical on every rank. Saving `cursor()` and later `seek()`-ing to it on a freshly opened
+//   dataset with the same options reproduces the following global batches exactly (dynamic
+//   masking included), whatever the world size then: a run resumes on more or fewer ranks
+//   without skipping or repeating an instance.
 // - Batches never straddle epochs: the last batch of an epoch may have fewer rows (unless the
 //   dataset's `drop_last` option drops it); the next call starts epoch + 1.
 // - Buffers: the host allocates them once from `limits()`; a batch writes `rows × seq` elements
@@ -75,17 +80,18 @@ struct BatchBuffers {
 
 /// What `next_batch` produced.
 struct BatchShape {
-  int32_t rows;           ///< rows written, 1 ≤ rows ≤ batch_size
+  int32_t rows;           ///< rows written, ≤ batch_size; 0 only when other ranks took the rest
+                          ///< of the epoch's last global batch (seq is then 0 too)
   int32_t seq;            ///< columns per row in the [B·S] buffers (a multiple of 8 unless capped)
   int32_t predictions;    ///< columns per row in masked_positions/masked_ids (= max_predictions)
-  int32_t last_in_epoch;  ///< 1 when this batch consumed this rank's last instance of `epoch`
+  int32_t last_in_epoch;  ///< 1 when this global batch consumed the last instance of `epoch`
   uint64_t epoch;         ///< the epoch these rows belong to
 };
 
 /// Where a rank is in the data; two integers, stored in checkpoints.
 struct DatasetCursor {
   uint64_t epoch;     ///< current epoch, from 0
-  uint64_t position;  ///< instances of `epoch` this rank has already consumed
+  uint64_t position;  ///< positions of `epoch` all ranks together have already consumed
 };
 
 class Dataset {
@@ -108,7 +114,8 @@ class Dataset {
   virtual uint64_t rank_size() const = 0;
   /// Current position; save it in a checkpoint.
   virtual DatasetCursor cursor() const = 0;
-  /// Moves to a saved position. Throws loom::Error when position > rank_size().
+  /// Moves to a saved position (from a run of any world size). Throws loom::Error when
+  /// position > size().
   virtual void seek(const DatasetCursor& cursor) = 0;
   /// Writes the next batch into `out` and advances the cursor.
   virtual BatchShape next_batch(const BatchBuffers& out) = 0;

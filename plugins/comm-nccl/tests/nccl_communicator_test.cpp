@@ -1,0 +1,77 @@
+// communicator/nccl on a GPU, one rank: device all-reduce, broadcast and all-gather through the
+// host, as a run uses it. Exits 77 (ctest: skipped) with the reason when no GPU is present.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <vector>
+
+#include "loom/host/plugin_registry.hpp"
+#include "loom/sdk/communicator2.hpp"
+
+namespace {
+
+loom::host::Component<loom::Communicator>& communicator() {
+  static loom::host::Component<loom::Communicator> comm = [] {
+    loom::host::PluginSearchOptions search;
+    search.directories = {LOOM_PLUGIN_DIR};
+    search.default_paths = false;
+    search.environment = false;
+    loom::host::PluginRegistry registry(search);
+    const auto* entry = registry.find(LOOM_KIND_COMMUNICATOR, "nccl");
+    if (entry == nullptr) throw std::runtime_error("communicator/nccl not found in " LOOM_PLUGIN_DIR);
+    return registry.create<loom::Communicator>(*entry, {"communicator", "timeout_s = 60.0\n", "", "test:1:1"},
+                                               false);
+  }();
+  return comm;
+}
+
+loom::Communicator2& comm2() {
+  return *static_cast<loom::Communicator2*>(communicator().get());
+}
+
+std::vector<float> to_host(const float* device, size_t count) {
+  std::vector<float> host(count);
+  cudaMemcpy(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost);
+  return host;
+}
+
+TEST(NcclCommunicator, DeviceCollectivesOnTheCallersStream) {
+  ASSERT_TRUE(comm2().device_buffers());
+  const int size = comm2().size(), rank = comm2().rank();
+  const size_t n = 1 << 20;
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000) * 0.5f + static_cast<float>(rank);
+  float* device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, n * sizeof(float) * static_cast<size_t>(size + 1)), cudaSuccess);
+  cudaStream_t stream{};
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+  comm2().device_all_reduce(device, n, loom::DType::f32, loom::ReduceOp::sum, stream);
+  cudaStreamSynchronize(stream);
+  std::vector<float> summed = to_host(device, n);
+  for (size_t i = 0; i < n; i += 997) {
+    float expected = 0;
+    for (int r = 0; r < size; ++r) expected += static_cast<float>(i % 1000) * 0.5f + static_cast<float>(r);
+    ASSERT_EQ(summed[i], expected) << i;
+  }
+  comm2().device_broadcast(device, n * sizeof(float), 0, stream);
+  comm2().device_all_gather(device, n * sizeof(float), device + n, stream);
+  cudaStreamSynchronize(stream);
+  EXPECT_EQ(to_host(device + n, n), summed);
+  cudaStreamDestroy(stream);
+  cudaFree(device);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::cout << "SKIPPED: no CUDA GPU on this machine; communicator/nccl needs one\n";
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  communicator();
+  return RUN_ALL_TESTS();
+}
