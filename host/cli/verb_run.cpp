@@ -1,9 +1,12 @@
 // `loom run RECIPE [--set k=v] [--resume auto|DIR]`: validate the recipe, then train.
-// Ctrl-C / SIGTERM finish the current step, write a checkpoint and exit 0.
+// Ctrl-C / SIGTERM finish the current step, write a checkpoint and exit 0. The run directory is
+// taken (RunDirectoryLock) before the trainer looks into it, and held until the run has ended.
 #include <iostream>
 
 #include "cli_context.hpp"
 #include "loom/host/metrics_log.hpp"
+#include "loom/host/run_directory_lock.hpp"
+#include "loom/host/run_settings.hpp"
 #include "loom/host/trainer.hpp"
 
 namespace loom::cli {
@@ -21,6 +24,8 @@ void register_run_verb(CLI::App& app, GlobalOptions& options) {
   add_plugin_flags(*verb, options);
   verb->callback([&options, args, resume, quiet] {
     auto [recipe, registry] = load_and_check(options, *args);
+    const host::RunDirectoryLock ownership =
+        host::RunDirectoryLock::acquire(host::read_run_settings(recipe).run_directory());
     host::Trainer trainer(recipe, *registry, host::TrainOptions{*resume, !*quiet});
     const host::TrainSummary summary = trainer.run();
     std::cerr << (summary.stopped_early ? "stopped" : "finished") << " at step " << summary.steps << " in "

@@ -8,6 +8,10 @@
 //              `checkpoint.every` steps and at the end, Ctrl-C/SIGTERM finish the step, checkpoint
 //              and return normally.
 //
+// Ownership: the caller holds the run directory (RunDirectoryLock; `loom run` takes it before
+// constructing the trainer, rank 0 only under MPI). The trainer then removes checkpoints a killed
+// run left half-written and continues metrics.jsonl from the start step.
+//
 // Determinism: dropout keys derive from (seed, step, micro-step, rank); data order from (seed,
 // epoch); nothing depends on wall time, so one recipe and seed give bit-identical losses on one
 // thread count, and a resumed run continues exactly as the uninterrupted one would.
