@@ -24,6 +24,7 @@ void register_run_verb(CLI::App& app, GlobalOptions& options) {
   add_plugin_flags(*verb, options);
   verb->callback([&options, args, resume, quiet] {
     auto [recipe, registry] = load_and_check(options, *args);
+    // Before the trainer reads checkpoints or writes anything; under MPI only rank 0 will take it.
     const host::RunDirectoryLock ownership =
         host::RunDirectoryLock::acquire(host::read_run_settings(recipe).run_directory());
     host::Trainer trainer(recipe, *registry, host::TrainOptions{*resume, !*quiet});
