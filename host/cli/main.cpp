@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
     return code == 0 ? host::kExitOk : host::kExitUsage;
   } catch (const host::RecipeError& e) {
     return report("error: ", e.what(), host::kExitUsage);
+  } catch (const host::RunDirectoryInUse& e) {
+    return report("error: ", e.what(), host::kExitUsage);
   } catch (const host::PluginLoadError& e) {
     return report("error: plugin ", e.what(), host::kExitPluginLoad);
   } catch (const host::PluginError& e) {

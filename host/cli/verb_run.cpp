@@ -1,12 +1,18 @@
 // `loom run RECIPE [--set k=v] [--resume auto|DIR] [--headless]`: validate the recipe, then train.
 // Ctrl-C / SIGTERM finish the current step, write a checkpoint and exit 0. Under mpirun/srun
 // every rank runs this; rank 0 alone prints, writes metrics and checkpoints (docs/cluster.md).
+// The run directory is taken (RunDirectoryLock, by rank 0) before the trainer looks into it, and
+// held until the run has ended.
 #include <iostream>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "cli_context.hpp"
+#include "loom/host/launch_environment.hpp"
 #include "loom/host/metrics_log.hpp"
+#include "loom/host/run_directory_lock.hpp"
+#include "loom/host/run_settings.hpp"
 #include "loom/host/trainer.hpp"
 
 namespace loom::cli {
@@ -28,6 +34,10 @@ void register_run_verb(CLI::App& app, GlobalOptions& options) {
   verb->callback([&options, args, resume, quiet, headless] {
     if (*headless) spdlog::set_pattern("%Y-%m-%dT%H:%M:%S %l %v");
     auto [recipe, registry] = load_and_check(options, *args);
+    // Before the trainer reads checkpoints or writes anything; under a launcher only rank 0 takes it.
+    std::optional<host::RunDirectoryLock> ownership;
+    if (host::detect_launch_environment().rank == 0)
+      ownership.emplace(host::RunDirectoryLock::acquire(host::read_run_settings(recipe).run_directory()));
     host::Trainer trainer(recipe, *registry, host::TrainOptions{*resume, !*quiet, *headless});
     const host::TrainSummary summary = trainer.run();
     if (!trainer.leader()) return;

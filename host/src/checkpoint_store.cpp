@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "loom/host/atomic_file.hpp"
 #include "loom/host/sha256.hpp"
@@ -65,38 +66,55 @@ std::string CheckpointStore::name_for_step(uint64_t step) {
   return fmt::format("step-{:06d}", step);
 }
 
+std::vector<fs::path> CheckpointStore::remove_partial() const {
+  std::vector<fs::path> removed;
+  std::error_code error;
+  if (!fs::is_directory(directory_, error)) return removed;
+  for (const auto& entry : fs::directory_iterator(directory_))
+    if (entry.path().filename().string().rfind(kStagingPrefix, 0) == 0) removed.push_back(entry.path());
+  std::sort(removed.begin(), removed.end());
+  for (const auto& path : removed) fs::remove_all(path);
+  return removed;
+}
+
 fs::path CheckpointStore::commit(uint64_t step, const std::function<void(const fs::path&)>& fill) {
   fs::create_directories(directory_);
-  // Leftovers of an interrupted commit are never resumable; clear them first.
-  for (const auto& entry : fs::directory_iterator(directory_))
-    if (entry.path().filename().string().rfind(kStagingPrefix, 0) == 0) fs::remove_all(entry.path());
-
   const std::string name = name_for_step(step);
   const fs::path staging = directory_ / (kStagingPrefix + name);
   const fs::path final_path = directory_ / name;
-  fs::create_directories(staging);
-  fill(staging);
+  try {
+    fs::remove_all(staging);
+    fs::create_directories(staging);
+    fill(staging);
 
-  std::vector<std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(staging))
-    if (entry.is_regular_file()) files.push_back(fs::relative(entry.path(), staging).string());
-  std::sort(files.begin(), files.end());
-  std::ostringstream manifest;
-  for (const auto& file : files) {
-    manifest << sha256_file_hex(staging / file) << "  " << file << "\n";
-    fsync_path(staging / file, O_RDONLY);
+    std::vector<std::string> files;
+    for (const auto& entry : fs::recursive_directory_iterator(staging))
+      if (entry.is_regular_file()) files.push_back(fs::relative(entry.path(), staging).string());
+    std::sort(files.begin(), files.end());
+    std::ostringstream manifest;
+    for (const auto& file : files) {
+      manifest << sha256_file_hex(staging / file) << "  " << file << "\n";
+      fsync_path(staging / file, O_RDONLY);
+    }
+    write_file_atomically(staging / kManifest, manifest.str());
+    fsync_path(staging, O_RDONLY | O_DIRECTORY);
+
+    // Fault injection for the crash-safety test: die between filling and publishing this checkpoint.
+    if (const char* kill_at = std::getenv("LOOM_FAULT_KILL_IN_CHECKPOINT");
+        kill_at != nullptr && name == kill_at)
+      std::raise(SIGKILL);
+
+    // A checkpoint of the same step (a re-run after resume) is replaced as a whole.
+    if (fs::exists(final_path)) fs::remove_all(final_path);
+    fs::rename(staging, final_path);
+  } catch (...) {
+    // A failed write (full disk, I/O error) must not leave its debris: on a nearly full disk a
+    // long run would pile up one partial checkpoint per attempt.
+    std::error_code ignored;
+    fs::remove_all(staging, ignored);
+    if (ignored) spdlog::warn("could not remove {}: {}", staging.string(), ignored.message());
+    throw;
   }
-  write_file_atomically(staging / kManifest, manifest.str());
-  fsync_path(staging, O_RDONLY | O_DIRECTORY);
-
-  // Fault injection for the crash-safety test: die between filling and publishing this checkpoint.
-  if (const char* kill_at = std::getenv("LOOM_FAULT_KILL_IN_CHECKPOINT");
-      kill_at != nullptr && name == kill_at)
-    std::raise(SIGKILL);
-
-  // A checkpoint of the same step (a re-run after resume) is replaced as a whole.
-  if (fs::exists(final_path)) fs::remove_all(final_path);
-  fs::rename(staging, final_path);
   fsync_path(directory_, O_RDONLY | O_DIRECTORY);
   write_file_atomically(directory_ / kLatest, name + "\n");
   prune(final_path);

@@ -14,26 +14,27 @@
 
 namespace loom::host {
 
-MetricsLog::MetricsLog(std::filesystem::path path, std::optional<uint64_t> resumed_step)
-    : path_(std::move(path)) {
+MetricsLog::MetricsLog(std::filesystem::path path, uint64_t start_step) : path_(std::move(path)) {
   if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
-  if (resumed_step && std::filesystem::exists(path_)) {
+  if (std::filesystem::exists(path_)) {
     std::ifstream in(path_);
     std::ostringstream kept;
     std::string line;
     while (std::getline(in, line)) {
       if (line.empty()) continue;
       auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      // A torn last line (killed mid-write) or a later step is dropped.
-      if (record.is_discarded() || !record.contains("step")) continue;
-      if (record["step"].get<uint64_t>() <= *resumed_step) kept << line << "\n";
+      // A torn last line (killed mid-write) or a step past the start is dropped.
+      if (record.is_discarded() || !record.contains("step") || !record["step"].is_number_unsigned() ||
+          record["step"].get<uint64_t>() > start_step)
+        ++dropped_;
+      else
+        kept << line << "\n";
     }
-    write_file_atomically(path_, kept.str());
-    out_.open(path_, std::ios::app);
-  } else {
-    out_.open(path_, std::ios::trunc);
+    // Replaced as a whole (never truncated in place), so a crash here leaves the old history.
+    if (dropped_ > 0) write_file_atomically(path_, kept.str());
   }
-  if (!out_) throw std::runtime_error(path_.string() + ": cannot open for writing");
+  out_.open(path_, std::ios::app);
+  if (!out_) throw std::runtime_error(path_.string() + ": cannot open for appending");
 }
 
 void MetricsLog::write(const nlohmann::json& record) {

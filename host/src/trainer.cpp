@@ -55,6 +55,7 @@ struct Trainer::State {
   std::unique_ptr<HostBatchBuffers> buffers, eval_buffers;
   std::unique_ptr<CheckpointStore> store;
   uint64_t step = 0;
+  std::filesystem::path resumed_from;   // the checkpoint this run continues, empty for a fresh run
   std::vector<std::string> head_prefixes;  // parameters a fine-tuning run may lack in init_from
 };
 
@@ -126,6 +127,10 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
   model.initialize(s.settings.seed);
   s.store = std::make_unique<CheckpointStore>(s.settings.run_directory() / "checkpoints",
                                               s.settings.checkpoint_keep);
+  // The caller owns the run directory (RunDirectoryLock), so no other process is writing these.
+  if (s.rank == 0)
+    for (const fs::path& leftover : s.store->remove_partial())
+      spdlog::warn("removed {}: a checkpoint that a killed run left half-written", leftover.string());
 
   std::optional<fs::path> resume_from;
   if (!s.options.resume.empty())
@@ -149,6 +154,7 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
     c.precision.call([&](loom::Precision& p) { p.restore_state(saved.scaler); });
     c.data.call([&](loom::Dataset& d) { d.seek(saved.cursor); });
     s.step = saved.step;
+    s.resumed_from = *resume_from;
     spdlog::info("resumed from {} at step {}", resume_from->string(), s.step);
   } else if (!s.settings.init_from.empty()) {
     CheckpointLoadOptions load{true, kHeadOnlyPrefixes};
@@ -187,8 +193,16 @@ TrainSummary Trainer::run() {
   if (leader) {
     fs::create_directories(run_dir);
     write_file_atomically(run_dir / "recipe.resolved.toml", s.resolved_recipe);
-    metrics = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl",
-                                           s.step > 0 ? std::optional<uint64_t>(s.step) : std::nullopt);
+    metrics = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl", s.step);
+    if (metrics->dropped() > 0)
+      spdlog::warn("{}: dropped {} records after step {} (an earlier attempt wrote them past its last "
+                   "checkpoint; this run writes those steps again)",
+                   metrics->path().string(), metrics->dropped(), s.step);
+    if (!s.resumed_from.empty() || metrics->dropped() > 0) {
+      nlohmann::json event{{"type", "event"}, {"step", s.step}, {"dropped_records", metrics->dropped()}};
+      if (!s.resumed_from.empty()) event["resumed_from"] = s.resumed_from.string();
+      metrics->write(event);
+    }
   }
   install_stop_handlers();
   // LOOM_TRACE_INSTANCES=DIR: every rank lists the instances it trained on ("epoch id" lines in

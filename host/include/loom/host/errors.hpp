@@ -29,6 +29,13 @@ class PluginError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Another process owns the run directory (RunDirectoryLock): exit 2, the user chose a directory
+/// that is in use; the message names the owner and what to do.
+class RunDirectoryInUse : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Problems in a recipe or in component options; each line is "file:line:col: key: message".
 class RecipeError : public std::runtime_error {
  public:

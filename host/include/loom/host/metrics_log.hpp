@@ -1,15 +1,17 @@
 // MetricsLog: runs/<name>/metrics.jsonl, one JSON object per logged step or evaluation, flushed
 // per line so tools (and loom-dash replaying a file) see records as they happen.
 //
-// Records carry "step" and a "type" ("train", "eval", "event"). Opening for a resumed run drops
-// the records after the resumed step (they belong to the interrupted continuation, which the
-// resumed run will write again), so the file always reads as one uninterrupted run.
+// Records carry "step" and a "type" ("train", "eval", "event"). The file is only ever appended to:
+// a resumed run continues it. Opening at a start step drops the records after that step (an
+// earlier attempt wrote them past its last checkpoint, and this run writes those steps again) and
+// a torn last line, and reports how many in `dropped()`, so the file always reads as one
+// uninterrupted run that matches the checkpoint history. Only the run directory's owner
+// (RunDirectoryLock) opens it.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -17,8 +19,12 @@ namespace loom::host {
 
 class MetricsLog {
  public:
-  /// Starts a new file, or (with `resumed_step`) keeps the records up to and including that step.
-  MetricsLog(std::filesystem::path path, std::optional<uint64_t> resumed_step);
+  /// Continues `path` (created if missing) for a run that starts at `start_step` (0: a fresh run,
+  /// else the step of the checkpoint it resumed from): records up to and including that step stay.
+  MetricsLog(std::filesystem::path path, uint64_t start_step);
+
+  /// Records of the existing file that were dropped on opening (past the start step, or torn).
+  uint64_t dropped() const { return dropped_; }
 
   /// Appends one record as a single line and flushes it.
   void write(const nlohmann::json& record);
@@ -28,6 +34,7 @@ class MetricsLog {
  private:
   std::filesystem::path path_;
   std::ofstream out_;
+  uint64_t dropped_ = 0;
 };
 
 /// One console progress line: "step 120/2000 | loss 7.1234 | lr 1.20e-03 | scale 65536 |

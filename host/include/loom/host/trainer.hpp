@@ -9,6 +9,10 @@
 //              `checkpoint.every` steps and at the end, Ctrl-C/SIGTERM finish the step, checkpoint
 //              and return normally.
 //
+// Ownership: the caller holds the run directory (RunDirectoryLock; `loom run` takes it before
+// constructing the trainer, rank 0 only under MPI). The trainer then removes checkpoints a killed
+// run left half-written and continues metrics.jsonl from the start step.
+//
 // Data parallelism: rank 0's weights are broadcast at start (checksum-verified); each rank reads
 // its block of every global batch (dataset.hpp); rank 0 alone writes checkpoints and metrics.
 // Determinism: dropout keys derive from (seed, step, micro-batch × world + rank); data order from
