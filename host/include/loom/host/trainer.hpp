@@ -6,7 +6,8 @@
 //              the successful-step count → fused optimizer step → cast working weights → metrics
 //   around it: evaluation every `train.eval_every` steps on [eval_data], checkpoints every
 //              `checkpoint.every` steps and at the end, Ctrl-C/SIGTERM finish the step, checkpoint
-//              and return normally.
+//              and return normally; RunControl commands (the metrics stream of [metrics] listen,
+//              loom-dash) are taken at step boundaries.
 //
 // Determinism: dropout keys derive from (seed, step, micro-step, rank); data order from (seed,
 // epoch); nothing depends on wall time, so one recipe and seed give bit-identical losses on one
@@ -22,12 +23,16 @@
 
 #include "loom/host/plugin_registry.hpp"
 #include "loom/host/recipe.hpp"
+#include "loom/host/run_control.hpp"
+#include "loom/host/run_observer.hpp"
 
 namespace loom::host {
 
 struct TrainOptions {
   std::string resume;   ///< "": start fresh (refused when checkpoints exist), "auto", or a checkpoint path
   bool console = true;  ///< print the progress line every log interval
+  RunObserver* observer = nullptr;  ///< also told the hello, every record and the end (rank 0; loom-dash)
+  std::string listen;               ///< overrides [metrics] listen when set (`loom run --listen`)
 };
 
 struct TrainSummary {
@@ -49,6 +54,9 @@ class Trainer {
 
   /// Trains until `train.steps` or a stop signal; throws on failure (nothing half-written).
   TrainSummary run();
+
+  /// Pause/resume/checkpoint-now/stop, applied at step boundaries (any thread may submit).
+  RunControl& control();
 
  private:
   struct State;
