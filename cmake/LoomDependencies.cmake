@@ -50,10 +50,11 @@ find_package(OpenGL QUIET COMPONENTS OpenGL)
 find_package(PNG QUIET)
 find_path(LOOM_IMGUI_INCLUDE_DIR imgui.h PATH_SUFFIXES imgui)
 find_library(LOOM_IMGUI_LIBRARY imgui)
+find_library(LOOM_STB_LIBRARY stb)  # Debian's libimgui.a uses the shared stb_truetype/stb_rect_pack (imgui.pc)
 find_path(LOOM_IMGUI_BACKEND_SOURCE_DIR imgui_impl_glfw.cpp
           PATHS /usr/share/doc/libimgui-dev/examples/backends /usr/share/imgui/backends NO_DEFAULT_PATH)
 set(_loom_gui_default OFF)
-if(glfw3_FOUND AND OpenGL_OpenGL_FOUND AND PNG_FOUND AND LOOM_IMGUI_INCLUDE_DIR AND LOOM_IMGUI_LIBRARY
+if(glfw3_FOUND AND OpenGL_OpenGL_FOUND AND PNG_FOUND AND LOOM_IMGUI_INCLUDE_DIR AND LOOM_IMGUI_LIBRARY AND LOOM_STB_LIBRARY
    AND LOOM_IMGUI_BACKEND_SOURCE_DIR)
   set(_loom_gui_default ON)
 endif()

@@ -17,6 +17,15 @@ const ImU32 kBlue = IM_COL32(90, 170, 255, 255), kOrange = IM_COL32(255, 160, 60
             kGreen = IM_COL32(110, 210, 120, 255), kPink = IM_COL32(240, 100, 170, 255),
             kRed = IM_COL32(255, 80, 80, 255), kYellow = IM_COL32(240, 220, 90, 255);
 
+PlotSpec plot_spec(std::string title, std::string y_label, bool log2_y, std::vector<PlotLine> lines) {
+  PlotSpec spec;
+  spec.title = std::move(title);
+  spec.y_label = std::move(y_label);
+  spec.log2_y = log2_y;
+  spec.lines = std::move(lines);
+  return spec;
+}
+
 void heading(const char* text) {
   ImGui::Spacing();
   ImGui::TextColored({0.55f, 0.75f, 1.0f, 1.0f}, "%s", text);
@@ -28,13 +37,7 @@ void heading(const char* text) {
 void Dashboard::update(double now) {
   std::vector<nlohmann::json> messages;
   source_.drain(messages);
-  for (const auto& message : messages) {
-    const bool hello = message.value("type", "") == "hello";
-    history_.ingest(message, now);
-    if (hello) started_seconds_ = -1;
-    if (message.value("type", "") == "train" && started_seconds_ < 0)
-      started_seconds_ = now, started_step_ = static_cast<double>(history_.last_step);
-  }
+  for (const auto& message : messages) history_.ingest(message, now);
 }
 
 PlotLine Dashboard::line(const char* label, const char* field, ImU32 color, bool smooth, bool points) const {
@@ -58,7 +61,7 @@ void Dashboard::draw(double now) {
                    ImGuiWindowFlags_NoBringToFrontOnFocus);
   const float panel_width = 340;
   ImGui::BeginChild("panels", {panel_width, 0}, true);
-  draw_run_panel(now);
+  draw_run_panel();
   draw_rank_panel();
   draw_alerts_panel(now);
   draw_controls_panel();
@@ -70,7 +73,7 @@ void Dashboard::draw(double now) {
   ImGui::End();
 }
 
-void Dashboard::draw_run_panel(double now) {
+void Dashboard::draw_run_panel() {
   heading("Run");
   const nlohmann::json& hello = history_.hello;
   ImGui::TextWrapped("%s", source_.status().c_str());
@@ -86,9 +89,14 @@ void Dashboard::draw_run_panel(double now) {
   std::string eta = "?";
   if (!history_.end.is_null() || (total > 0 && history_.last_step >= total)) {
     eta = "done";
-  } else if (started_seconds_ >= 0 && static_cast<double>(history_.last_step) > started_step_ && total > 0) {
-    const double per_step = (now - started_seconds_) / (static_cast<double>(history_.last_step) - started_step_);
-    eta = loom::host::format_duration(per_step * static_cast<double>(total - history_.last_step));
+  } else if (const auto ms = history_.series.find("step_ms"); ms != history_.series.end() && total > 0) {
+    // The mean step time of the latest records (a history arriving in one burst says nothing).
+    const auto& values = ms->second.value;
+    const size_t n = std::min<size_t>(values.size(), 10);
+    double sum = 0;
+    for (size_t i = values.size() - n; i < values.size(); ++i) sum += values[i];
+    if (n > 0) eta = loom::host::format_duration(sum / static_cast<double>(n) / 1000.0 *
+                                                 static_cast<double>(total - history_.last_step));
   }
   ImGui::Text("ETA         %s", eta.c_str());
   ImGui::Text("precision   %s", hello.value("precision", std::string("?")).c_str());
@@ -170,17 +178,16 @@ void Dashboard::draw_controls_panel() {
 }
 
 void Dashboard::draw_plots(ImVec2 size) {
-  PlotSpec loss{"loss", "loss", false,
-                {line("total", "loss", kBlue), line("MLM", "mlm_loss", kOrange), line("NSP", "nsp_loss", kGreen),
-                 line("eval", "eval_loss", kYellow, false, true)}};
-  PlotSpec scale{"loss scale (log2 axis)", "scale", true, {line("loss scale", "loss_scale", kPink, false)}};
+  PlotSpec loss = plot_spec("loss", "loss", false, {line("total", "loss", kBlue), line("MLM", "mlm_loss", kOrange), line("NSP", "nsp_loss", kGreen),
+                 line("eval", "eval_loss", kYellow, false, true)});
+  PlotSpec scale = plot_spec("loss scale (log2 axis)", "scale", true, {line("loss scale", "loss_scale", kPink, false)});
   scale.tick_marks = &history_.skipped_steps;
   scale.tick_label = "| skipped step";
   scale.tick_color = kRed;
-  PlotSpec lr{"learning rate", "lr", false, {line("lr", "lr", kGreen, false)}};
-  PlotSpec grad{"gradient norm", "norm", false, {line("grad norm", "grad_norm", kOrange)}};
-  PlotSpec sequences{"throughput: sequences/s", "seq/s", false, {line("sequences/s", "sequences_per_second", kBlue)}};
-  PlotSpec tokens{"throughput: tokens/s", "tok/s", false, {line("tokens/s", "tokens_per_second", kYellow)}};
+  PlotSpec lr = plot_spec("learning rate", "lr", false, {line("lr", "lr", kGreen, false)});
+  PlotSpec grad = plot_spec("gradient norm", "norm", false, {line("grad norm", "grad_norm", kOrange)});
+  PlotSpec sequences = plot_spec("throughput: sequences/s", "seq/s", false, {line("sequences/s", "sequences_per_second", kBlue)});
+  PlotSpec tokens = plot_spec("throughput: tokens/s", "tok/s", false, {line("tokens/s", "tokens_per_second", kYellow)});
   const PlotSpec* grid[] = {&loss, &scale, &lr, &grad, &sequences, &tokens};
   const ImVec2 cell{(size.x - 8) / 2, (size.y - 16) / 3};
   placed_.clear();

@@ -17,6 +17,9 @@ class Dashboard {
  public:
   explicit Dashboard(RunSource& source) : source_(source) {}
 
+  /// Turns the hover read-out off (screenshots).
+  void disable_hover() { view_.hover = false; }
+
   /// Takes the source's new messages (`now`: seconds on the dashboard's clock).
   void update(double now);
   /// Draws the whole window content into the current ImGui frame.
@@ -31,7 +34,7 @@ class Dashboard {
   const RunHistory& history() const { return history_; }
 
  private:
-  void draw_run_panel(double now);
+  void draw_run_panel();
   void draw_rank_panel();
   void draw_alerts_panel(double now);
   void draw_controls_panel();
@@ -43,7 +46,6 @@ class Dashboard {
   PlotView view_;
   float smoothing_ = 0.6f;
   int confirming_ = -1;  // the RunCommand awaiting confirmation, -1 for none
-  double started_seconds_ = -1, started_step_ = 0;  // for the ETA
   std::vector<PlacedPlot> placed_;
 };
 

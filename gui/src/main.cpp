@@ -103,6 +103,7 @@ int run_window(const Arguments& args) {
   {
     std::unique_ptr<loom::dash::RunSource> source = open_source(args);
     loom::dash::Dashboard dashboard(*source);
+    if (!args.screenshot.empty()) dashboard.disable_hover();
     const auto start = std::chrono::steady_clock::now();
     auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     int frames_left = args.frames;

@@ -179,7 +179,7 @@ PlotRect draw_plot(const char* id, const PlotSpec& spec, PlotView& view, ImVec2 
   }
 
   // Hover read-out: the nearest point of each line to the cursor's step.
-  if (hovered && io.MousePos.x >= area.min.x && io.MousePos.x <= area.max.x) {
+  if (view.hover && hovered && io.MousePos.x >= area.min.x && io.MousePos.x <= area.max.x) {
     draw->AddLine({io.MousePos.x, area.min.y}, {io.MousePos.x, area.max.y}, IM_COL32(255, 255, 255, 90));
     const double at = from_x(io.MousePos.x);
     ImGui::BeginTooltip();

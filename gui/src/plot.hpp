@@ -18,6 +18,7 @@ namespace loom::dash {
 /// The shared x range. `follow`: show everything (and keep up with new steps).
 struct PlotView {
   bool follow = true;
+  bool hover = true;  ///< hover read-out (off for --screenshot: the pointer of a virtual display is arbitrary)
   double x_min = 0, x_max = 1;
 };
 

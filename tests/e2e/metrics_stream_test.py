@@ -80,6 +80,9 @@ blocks = ["bert.embeddings", {{ block = "bert.encoder-layer", repeat = "num_hidd
 component = "nvlamb"
 lr = 5e-3
 
+[schedule]
+component = "constant"
+
 [train]
 steps = {steps}
 log_every = 1
@@ -284,7 +287,7 @@ def token_test(loom, src, work):
 
 
 def stall_test(loom, src, work):
-    steps = 1500
+    steps = 800
     results = {"stalled": [], "none": []}
     for pair in range(2):
         for mode in (["stalled", "none"] if pair % 2 == 0 else ["none", "stalled"]):
