@@ -40,7 +40,7 @@ void Dashboard::update(double now) {
   for (const auto& message : messages) history_.ingest(message, now);
 }
 
-PlotLine Dashboard::line(const char* label, const char* field, ImU32 color, bool smooth, bool points) const {
+PlotLine Dashboard::line(const char* label, const char* field, ImU32 color, bool smooth, bool points) {
   PlotLine out;
   out.label = label;
   out.color = color;
@@ -48,7 +48,16 @@ PlotLine Dashboard::line(const char* label, const char* field, ImU32 color, bool
   const auto it = history_.series.find(field);
   if (it == history_.series.end()) return out;
   out.series = &it->second;
-  out.values = smooth && smoothing_ > 0 ? smooth_ema(it->second.value, smoothing_) : it->second.value;
+  out.values = &it->second.value;
+  if (!smooth || smoothing_ <= 0) return out;
+  // Smoothed once per new record or slider move, not per frame (200,000-point series).
+  Smoothed& cached = smoothed_[field];
+  if (cached.points != it->second.value.size() || cached.weight != smoothing_) {
+    cached.values = smooth_ema(it->second.value, smoothing_);
+    cached.points = it->second.value.size();
+    cached.weight = smoothing_;
+  }
+  out.values = &cached.values;
   return out;
 }
 

@@ -3,6 +3,7 @@
 // each frame.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,7 @@ class Dashboard {
   void draw_alerts_panel(double now);
   void draw_controls_panel();
   void draw_plots(ImVec2 size);
-  PlotLine line(const char* label, const char* field, ImU32 color, bool smooth = true, bool points = false) const;
+  PlotLine line(const char* label, const char* field, ImU32 color, bool smooth = true, bool points = false);
 
   RunSource& source_;
   RunHistory history_;
@@ -47,6 +48,12 @@ class Dashboard {
   float smoothing_ = 0.6f;
   int confirming_ = -1;  // the RunCommand awaiting confirmation, -1 for none
   std::vector<PlacedPlot> placed_;
+  struct Smoothed {
+    size_t points = 0;
+    float weight = -1;
+    std::vector<double> values;
+  };
+  std::map<std::string, Smoothed> smoothed_;  // by field
 };
 
 }  // namespace loom::dash

@@ -10,6 +10,7 @@
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -107,7 +108,9 @@ int run_window(const Arguments& args) {
     const auto start = std::chrono::steady_clock::now();
     auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     int frames_left = args.frames;
+    std::vector<double> frame_ms;  // the frames counted for --screenshot
     while (!glfwWindowShouldClose(window)) {
+      const double frame_start = now();
       if (args.screenshot.empty()) glfwWaitEventsTimeout(0.1);
       else glfwPollEvents();
       dashboard.update(now());
@@ -124,6 +127,7 @@ int run_window(const Arguments& args) {
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       // A replay counts its frames once the file is read, so the picture holds the whole run.
       const bool counting = source->caught_up() || now() > 20;
+      if (counting) frame_ms.push_back(1e3 * (now() - frame_start));
       if (!args.screenshot.empty() && counting && --frames_left <= 0) {
         loom::dash::write_png(args.screenshot, read_framebuffer(fb_width, fb_height));
         int win_width = 0, win_height = 0;
@@ -131,8 +135,11 @@ int run_window(const Arguments& args) {
         if (!args.layout.empty())
           write_layout(args.layout, dashboard, fb_width, fb_height, static_cast<float>(fb_width) / win_width,
                        static_cast<float>(fb_height) / win_height);
-        std::cerr << fmt::format("loom-dash: wrote {} ({}x{}, {} records)\n", args.screenshot, fb_width, fb_height,
-                                 dashboard.history().records);
+        std::sort(frame_ms.begin(), frame_ms.end());
+        std::cerr << fmt::format("loom-dash: wrote {} ({}x{}, {} records; median frame {:.1f} ms, slowest {:.1f} ms "
+                                 "over {} frames)\n",
+                                 args.screenshot, fb_width, fb_height, dashboard.history().records,
+                                 frame_ms[frame_ms.size() / 2], frame_ms.back(), frame_ms.size());
         break;
       }
       glfwSwapBuffers(window);

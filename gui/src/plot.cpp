@@ -35,7 +35,7 @@ std::pair<double, double> visible_y_range(const PlotSpec& spec, double x_min, do
     const auto begin = std::lower_bound(x.begin(), x.end(), x_min);
     const auto end = std::upper_bound(begin, x.end(), x_max);
     for (auto it = begin; it != end; ++it) {
-      double v = line.values[static_cast<size_t>(it - x.begin())];
+      double v = (*line.values)[static_cast<size_t>(it - x.begin())];
       if (spec.log2_y) v = v > 0 ? std::log2(v) : std::numeric_limits<double>::quiet_NaN();
       if (!std::isfinite(v)) continue;
       lo = std::min(lo, v), hi = std::max(hi, v);
@@ -141,7 +141,7 @@ PlotRect draw_plot(const char* id, const PlotSpec& spec, PlotView& view, ImVec2 
     if (line.series == nullptr || line.series->step.empty()) continue;
     if (line.points) {
       for (size_t i = 0; i < line.series->step.size(); ++i) {
-        double v = line.values[i];
+        double v = (*line.values)[i];
         if (spec.log2_y) v = v > 0 ? std::log2(v) : std::numeric_limits<double>::quiet_NaN();
         if (std::isfinite(v)) draw->AddCircleFilled({to_x(line.series->step[i]), to_y(v)}, 4.0f, line.color);
       }
@@ -149,7 +149,7 @@ PlotRect draw_plot(const char* id, const PlotSpec& spec, PlotView& view, ImVec2 
     }
     const int columns = std::max(1, static_cast<int>(width));
     polyline.clear();
-    for (const PixelColumn& c : downsample_min_max(line.series->step, line.values, x_min, x_max, columns)) {
+    for (const PixelColumn& c : downsample_min_max(line.series->step, *line.values, x_min, x_max, columns)) {
       auto y_of = [&](double v) { return to_y(spec.log2_y ? (v > 0 ? std::log2(v) : y_min) : v); };
       const float px = area.min.x + static_cast<float>(c.column) + 0.5f;
       for (double v : {c.first, c.min, c.max, c.last}) polyline.push_back({px, y_of(v)});
@@ -190,7 +190,7 @@ PlotRect draw_plot(const char* id, const PlotSpec& spec, PlotView& view, ImVec2 
       if (it == x.end() || (it != x.begin() && at - *(it - 1) < *it - at)) --it;
       const size_t i = static_cast<size_t>(it - x.begin());
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(line.color), "%s: %.6g at step %.0f", line.label.c_str(),
-                         line.values[i], x[i]);
+                         (*line.values)[i], x[i]);
     }
     ImGui::EndTooltip();
   }

@@ -25,7 +25,7 @@ struct PlotView {
 struct PlotLine {
   std::string label;
   const Series* series = nullptr;  ///< null or empty: listed in the legend as "(none)"
-  std::vector<double> values;      ///< the y drawn (smoothed or raw), same length as series->step
+  const std::vector<double>* values = nullptr;  ///< the y drawn (smoothed or raw), as long as series->step
   ImU32 color = 0;
   bool points = false;             ///< draw a circle per point (sparse series: evaluations)
 };
