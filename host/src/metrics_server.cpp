@@ -82,7 +82,7 @@ struct MetricsServer::Impl {
   std::string endpoint_text;
 
   // Stream thread only.
-  Line hello;
+  Line hello;                // hello_json as a line; reset when the step moves
   nlohmann::json hello_json;
   std::vector<Line> history;
   std::set<std::shared_ptr<Connection>> connections;
@@ -117,6 +117,7 @@ struct MetricsServer::Impl {
 
   void admit(const std::shared_ptr<Connection>& c) {
     c->admitted = true;
+    if (!hello) hello = make_line(hello_json);  // "step" is the run's current step
     c->backlog.push_back(hello);
     c->backlog.insert(c->backlog.end(), history.begin(), history.end());
     write(c);
@@ -221,7 +222,11 @@ struct MetricsServer::Impl {
     open_connections = connections.size();
   }
 
-  void publish(Line line) {
+  void publish(Line line, uint64_t step) {
+    if (step > hello_json.value("step", uint64_t{0})) {
+      hello_json["step"] = step;
+      hello.reset();
+    }
     history.push_back(line);
     for (const auto& c : connections) queue(c, line);
   }
@@ -273,12 +278,16 @@ void MetricsServer::on_start(const nlohmann::json& hello) {
 void MetricsServer::on_record(const nlohmann::json& record) {
   ScopedNanoseconds timed(impl_->training_ns);
   ++impl_->records;
-  asio::post(impl_->io, [impl = impl_.get(), line = make_line(record)] { impl->publish(line); });
+  asio::post(impl_->io, [impl = impl_.get(), line = make_line(record), step = record.value("step", uint64_t{0})] {
+    impl->publish(line, step);
+  });
 }
 
 void MetricsServer::on_end(const nlohmann::json& end) {
   ScopedNanoseconds timed(impl_->training_ns);
-  asio::post(impl_->io, [impl = impl_.get(), line = make_line(end)] { impl->publish(line); });
+  asio::post(impl_->io, [impl = impl_.get(), line = make_line(end), step = end.value("step", uint64_t{0})] {
+    impl->publish(line, step);
+  });
 }
 
 void MetricsServer::shutdown() {

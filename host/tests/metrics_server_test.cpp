@@ -56,7 +56,9 @@ TEST(MetricsServer, NewClientGetsHelloHistoryThenLiveRecords) {
   server.on_start(hello());
   for (uint64_t step = 1; step <= 3; ++step) server.on_record(record(step));
   Client client(server.local_endpoint());
-  EXPECT_EQ(client.next()["type"], "hello");
+  const nlohmann::json greeting = client.next();
+  EXPECT_EQ(greeting["type"], "hello");
+  EXPECT_EQ(greeting["step"], 3) << "the hello names the current step";
   for (uint64_t step = 1; step <= 3; ++step) EXPECT_EQ(client.next()["step"], step);
   server.on_record(record(4));
   EXPECT_EQ(client.next(), record(4));

@@ -215,7 +215,9 @@ def protocol_test(loom, src, work):
     check(resumed is not None, "training goes on after resume")
 
     second = Client(host, port)
-    check(second.next()["type"] == "hello", "a second client gets a hello")
+    second_hello = second.next()
+    check(second_hello["type"] == "hello" and second_hello["step"] >= resumed["step"],
+          f"a second client gets a hello naming the current step: {second_hello.get('step')}")
     history = [second.next() for _ in range(10)]
     check([m["step"] for m in history if m["type"] == "train"][:5] == [1, 2, 3, 4, 5],
           f"a late client gets the history from step 1: {[m.get('step') for m in history]}")
