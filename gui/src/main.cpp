@@ -109,11 +109,16 @@ int run_window(const Arguments& args) {
     auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     int frames_left = args.frames;
     std::vector<double> frame_ms;  // the frames counted for --screenshot
+    std::string last_status;
     while (!glfwWindowShouldClose(window)) {
       const double frame_start = now();
       if (args.screenshot.empty()) glfwWaitEventsTimeout(0.1);
       else glfwPollEvents();
       dashboard.update(now());
+      if (std::string status = source->status(); status != last_status) {  // the log says what the window says
+        std::cerr << "loom-dash: " << status << "\n";
+        last_status = std::move(status);
+      }
       ImGui_ImplOpenGL3_NewFrame();
       ImGui_ImplGlfw_NewFrame();
       ImGui::NewFrame();

@@ -42,7 +42,9 @@ std::pair<double, double> visible_y_range(const PlotSpec& spec, double x_min, do
     }
   }
   if (!std::isfinite(lo)) return {0, 1};
-  const double pad = hi > lo ? 0.06 * (hi - lo) : (spec.log2_y ? 1.0 : std::max(1e-3, 0.1 * std::fabs(lo)));
+  // A flat line smoothed differs in the last bits: treat a spread under 1e-9 of the value as flat.
+  const bool flat = hi - lo <= 1e-9 * std::max(std::fabs(lo), std::fabs(hi));
+  const double pad = !flat ? 0.06 * (hi - lo) : (spec.log2_y ? 1.0 : std::max(1e-3, 0.1 * std::fabs(lo)));
   return {lo - pad, hi + pad};
 }
 
@@ -55,12 +57,17 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   const double power = std::pow(10.0, std::floor(std::log10(raw)));
   double step = power;
   for (double factor : {1.0, 2.0, 5.0, 10.0})
-    if (raw <= factor * power) {
+    if (raw <= factor * power * (1 + 1e-9)) {  // 0.6 / 3 must pick 0.2, not 0.5
       step = factor * power;
       break;
     }
-  for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9 * step; t += step)
+  // Counted, not accumulated: t += step never moves when step is below t's precision.
+  const double first = std::ceil(lo / step);
+  for (int i = 0; i <= 4 * target + 4; ++i) {
+    const double t = (first + i) * step;
+    if (t > hi + 1e-9 * step) break;
     ticks.push_back(std::fabs(t) < 1e-12 * step ? 0.0 : t);
+  }
   return ticks;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real loom-dash window under Xvfb with Mesa: replay a real run's metrics.jsonl, save a screenshot
 # and check every plot holds drawn data; then replay an empty file and check that the same check
-# fails (the check can fail). Skips (77) when xvfb-run is absent.
+# fails (the check can fail); attach to a stream that drops the connection and check loom-dash
+# reconnects and says so. Skips (77) when xvfb-run is absent.
 # Usage: dashboard_screenshot_test.sh LOOM_DASH SCREENSHOT_CHECK FIXTURE_RUN_DIR
 set -uo pipefail
 dash=$1
@@ -39,6 +40,18 @@ if shot "$work/empty/metrics.jsonl" "$work/empty.png" "$work/empty.json"; then
 else
   cat "$work/dash.log"; fail "loom-dash failed on an empty file"
 fi
+
+# Attached to a stream that drops the connection: loom-dash says so, reconnects, and says when the
+# run ended.
+exec 3< <(/usr/bin/python3 "$(dirname "$0")/fake_stream_server.py" 2)
+read -r port <&3
+timeout 120 xvfb-run -a -s "-screen 0 1600x1000x24" "$dash" --attach "127.0.0.1:$port" --screenshot "$work/attach.png" \
+  --frames 300 > "$work/attach.log" 2>&1 || { cat "$work/attach.log"; fail "loom-dash --attach failed"; }
+cat "$work/attach.log"
+[ "$(grep -c "connected to 127.0.0.1:$port" "$work/attach.log")" -ge 2 ] || fail "loom-dash did not reconnect"
+grep -q "connection lost to 127.0.0.1:$port" "$work/attach.log" || fail "loom-dash did not say the connection was lost"
+grep -q "the run ended at 127.0.0.1:$port" "$work/attach.log" || fail "loom-dash did not say the run ended"
+exec 3<&-
 
 [ $failures -eq 0 ] && echo "dashboard screenshot: all checks passed"
 exit $((failures > 0))
