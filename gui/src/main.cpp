@@ -112,8 +112,9 @@ int run_window(const Arguments& args) {
     std::string last_status;
     while (!glfwWindowShouldClose(window)) {
       const double frame_start = now();
-      if (args.screenshot.empty()) glfwWaitEventsTimeout(0.1);
-      else glfwPollEvents();
+      // Interactive: redraw on input or ten times a second. Screenshots: about 60 frames a second, so
+      // --frames N also means N/60 seconds of a live source.
+      glfwWaitEventsTimeout(args.screenshot.empty() ? 0.1 : 1.0 / 60);
       dashboard.update(now());
       if (std::string status = source->status(); status != last_status) {  // the log says what the window says
         std::cerr << "loom-dash: " << status << "\n";
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
   attach->excludes(replay)->excludes(recipe);
   replay->excludes(recipe);
   auto* screenshot = app.add_option("--screenshot", args.screenshot, "render, save the window as this PNG and exit");
-  app.add_option("--frames", args.frames, "frames rendered before --screenshot (default 30)")->needs(screenshot);
+  app.add_option("--frames", args.frames, "frames rendered before --screenshot, about 60 a second (default 30)")->needs(screenshot);
   app.add_option("--layout", args.layout, "with --screenshot: write each plot's pixel rectangle as JSON")
       ->needs(screenshot);
   app.add_option("--width", args.width, "window width (default 1600)");

@@ -46,7 +46,7 @@ fi
 exec 3< <(/usr/bin/python3 "$(dirname "$0")/fake_stream_server.py" 2)
 read -r port <&3
 timeout 120 xvfb-run -a -s "-screen 0 1600x1000x24" "$dash" --attach "127.0.0.1:$port" --screenshot "$work/attach.png" \
-  --frames 300 > "$work/attach.log" 2>&1 || { cat "$work/attach.log"; fail "loom-dash --attach failed"; }
+  --frames 480 > "$work/attach.log" 2>&1 || { cat "$work/attach.log"; fail "loom-dash --attach failed"; }
 cat "$work/attach.log"
 [ "$(grep -c "connected to 127.0.0.1:$port" "$work/attach.log")" -ge 2 ] || fail "loom-dash did not reconnect"
 grep -q "connection lost to 127.0.0.1:$port" "$work/attach.log" || fail "loom-dash did not say the connection was lost"
