@@ -22,7 +22,10 @@ InProcessRun::~InProcessRun() {
 void InProcessRun::train() {
   try {
     auto [recipe, registry] = loom::cli::load_and_check(options_, recipe_);
-    loom::host::Trainer trainer(recipe, *registry, loom::host::TrainOptions{"", false, this, ""});
+    // The plugins stay loaded until this thread has exited: their thread-local destructors run at
+    // thread exit (a plugin unloaded before that crashes the process).
+    registry_ = std::move(registry);
+    loom::host::Trainer trainer(recipe, *registry_, loom::host::TrainOptions{"", false, this, ""});
     set_control(&trainer.control());
     // Declared after the trainer, so destroyed first: no command reaches a destroyed Trainer.
     struct ClearControl {

