@@ -42,16 +42,29 @@ else()
   message(STATUS "Loom: no CUDA compiler found or disabled -> LOOM_WITH_CUDA=OFF")
 endif()
 
-# --- optional: GUI (Dear ImGui + GLFW + OpenGL) ---------------------------------------------
+# --- optional: GUI (Dear ImGui + GLFW + OpenGL 3 + libpng) -----------------------------------
+# Debian's libimgui-dev ships the core as a library and the platform backends as sources under
+# /usr/share/doc/libimgui-dev/examples/backends; gui/ compiles the GLFW and OpenGL3 ones.
 find_package(glfw3 QUIET)
+find_package(OpenGL QUIET COMPONENTS OpenGL)
+find_package(PNG QUIET)
 find_path(LOOM_IMGUI_INCLUDE_DIR imgui.h PATH_SUFFIXES imgui)
+find_library(LOOM_IMGUI_LIBRARY imgui)
+find_library(LOOM_STB_LIBRARY stb)  # Debian's libimgui.a uses the shared stb_truetype/stb_rect_pack (imgui.pc)
+find_path(LOOM_IMGUI_BACKEND_SOURCE_DIR imgui_impl_glfw.cpp
+          PATHS /usr/share/doc/libimgui-dev/examples/backends /usr/share/imgui/backends NO_DEFAULT_PATH)
 set(_loom_gui_default OFF)
-if(glfw3_FOUND AND LOOM_IMGUI_INCLUDE_DIR)
+if(glfw3_FOUND AND OpenGL_OpenGL_FOUND AND PNG_FOUND AND LOOM_IMGUI_INCLUDE_DIR AND LOOM_IMGUI_LIBRARY AND LOOM_STB_LIBRARY
+   AND LOOM_IMGUI_BACKEND_SOURCE_DIR)
   set(_loom_gui_default ON)
 endif()
-option(LOOM_WITH_GUI "Build loom-dash (Dear ImGui + GLFW)" ${_loom_gui_default})
+option(LOOM_WITH_GUI "Build loom-dash (Dear ImGui + GLFW + OpenGL 3)" ${_loom_gui_default})
+if(LOOM_WITH_GUI AND NOT _loom_gui_default)
+  message(FATAL_ERROR "LOOM_WITH_GUI=ON but GLFW, OpenGL, libpng or Dear ImGui (with its backend sources) was not "
+                      "found (apt-get install libglfw3-dev libgl-dev libpng-dev libimgui-dev)")
+endif()
 if(LOOM_WITH_GUI)
-  message(STATUS "Loom: GLFW and Dear ImGui found -> LOOM_WITH_GUI=ON")
+  message(STATUS "Loom: GLFW, OpenGL, libpng and Dear ImGui found -> LOOM_WITH_GUI=ON")
 else()
-  message(STATUS "Loom: GLFW or Dear ImGui not found or disabled -> LOOM_WITH_GUI=OFF")
+  message(STATUS "Loom: GLFW, OpenGL, libpng or Dear ImGui not found or disabled -> LOOM_WITH_GUI=OFF")
 endif()

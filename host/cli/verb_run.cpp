@@ -1,4 +1,5 @@
-// `loom run RECIPE [--set k=v] [--resume auto|DIR] [--headless]`: validate the recipe, then train.
+// `loom run RECIPE [--set k=v] [--resume auto|DIR] [--headless] [--listen HOST:PORT]`: validate the
+// recipe, then train. --listen is [metrics] listen (the metrics stream for loom-dash).
 // Ctrl-C / SIGTERM finish the current step, write a checkpoint and exit 0. Under mpirun/srun
 // every rank runs this; rank 0 alone prints, writes metrics and checkpoints (docs/cluster.md).
 // The run directory is taken (RunDirectoryLock, by rank 0) before the trainer looks into it, and
@@ -23,6 +24,7 @@ void register_run_verb(CLI::App& app, GlobalOptions& options) {
   auto resume = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
   auto headless = std::make_shared<bool>(false);
+  auto listen = std::make_shared<std::string>();
   auto* verb = app.add_subcommand("run", "train as the recipe says");
   add_recipe_arguments(*verb, *args);
   verb->add_option("--resume", *resume,
@@ -30,15 +32,17 @@ void register_run_verb(CLI::App& app, GlobalOptions& options) {
   verb->add_flag("--quiet", *quiet, "no progress lines");
   verb->add_flag("--headless", *headless,
                  "cluster/batch mode: one plain timestamped key=value line per log step, no colour");
+  verb->add_option("--listen", *listen,
+                   "stream metrics to loom-dash on HOST:PORT (port 0: any free port); overrides [metrics] listen");
   add_plugin_flags(*verb, options);
-  verb->callback([&options, args, resume, quiet, headless] {
+  verb->callback([&options, args, resume, quiet, headless, listen] {
     if (*headless) spdlog::set_pattern("%Y-%m-%dT%H:%M:%S %l %v");
     auto [recipe, registry] = load_and_check(options, *args);
     // Before the trainer reads checkpoints or writes anything; under a launcher only rank 0 takes it.
     std::optional<host::RunDirectoryLock> ownership;
     if (host::detect_launch_environment().rank == 0)
       ownership.emplace(host::RunDirectoryLock::acquire(host::read_run_settings(recipe).run_directory()));
-    host::Trainer trainer(recipe, *registry, host::TrainOptions{*resume, !*quiet, *headless});
+    host::Trainer trainer(recipe, *registry, host::TrainOptions{*resume, !*quiet, *headless, nullptr, *listen});
     const host::TrainSummary summary = trainer.run();
     if (!trainer.leader()) return;
     std::cerr << (summary.stopped_early ? "stopped" : "finished") << " at step " << summary.steps << " in "

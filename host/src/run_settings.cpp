@@ -1,7 +1,10 @@
 // The recipe's host tables; see run_settings.hpp.
 #include "loom/host/run_settings.hpp"
 
+#include <stdexcept>
+
 #include "loom/host/errors.hpp"
+#include "loom/host/metrics_stream_protocol.hpp"
 
 namespace loom::host {
 namespace {
@@ -11,6 +14,21 @@ uint64_t count(loom::Options& o, const char* key, uint64_t fallback, double min)
 }
 
 }  // namespace
+
+std::string metrics_listen_problem(const std::string& listen, const std::string& token) {
+  if (listen.empty()) return "";
+  try {
+    const StreamAddress address = parse_stream_address(listen);
+    // Anyone who reaches the port can stop the run: beyond loopback a token is required.
+    if (!is_loopback_host(address.host) && token.empty())
+      return "'" + address.host +
+             "' is reachable from other machines: set [metrics] token (clients must send it), or listen on "
+             "127.0.0.1 and use an SSH tunnel";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
 
 const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers() {
   static const std::vector<std::pair<std::string, HostTableReader>> readers = {
@@ -47,6 +65,14 @@ const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers()
          o.has("config");  // read and checked by model_recipe.cpp
          o.has("blocks");
          s.init_from = o.get<std::string>("init_from", "");
+       }},
+      {"metrics",
+       [](loom::Options& o, RunSettings& s) {
+         s.metrics_listen = o.get<std::string>("listen", "");
+         s.metrics_token = o.get<std::string>("token", "");
+         s.metrics_client_queue = count(o, "client_queue", s.metrics_client_queue, 1);
+         const std::string problem = metrics_listen_problem(s.metrics_listen, s.metrics_token);
+         if (!problem.empty()) o.fail("listen", problem);
        }},
   };
   return readers;

@@ -14,11 +14,13 @@
 #include "loom/host/batch_staging.hpp"
 #include "loom/host/checkpoint_store.hpp"
 #include "loom/host/data_parallel.hpp"
+#include "loom/host/errors.hpp"
 #include "loom/host/evaluator.hpp"
 #include "loom/host/gradient_sync.hpp"
 #include "loom/host/host_batch_buffers.hpp"
 #include "loom/host/launch_environment.hpp"
 #include "loom/host/metrics_log.hpp"
+#include "loom/host/metrics_server.hpp"
 #include "loom/host/model_setup.hpp"
 #include "loom/host/run_checkpoint.hpp"
 #include "loom/host/run_components.hpp"
@@ -56,6 +58,7 @@ struct Trainer::State {
   std::unique_ptr<CheckpointStore> store;
   uint64_t step = 0;
   std::filesystem::path resumed_from;   // the checkpoint this run continues, empty for a fresh run
+  RunControl control;
   std::vector<std::string> head_prefixes;  // parameters a fine-tuning run may lack in init_from
 };
 
@@ -75,6 +78,11 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
   State& s = *state_;
   s.options = std::move(options);
   s.settings = read_run_settings(recipe);
+  if (!s.options.listen.empty()) {
+    const std::string problem = metrics_listen_problem(s.options.listen, s.settings.metrics_token);
+    if (!problem.empty()) throw RecipeError({"--listen " + s.options.listen + ": " + problem});
+    s.settings.metrics_listen = s.options.listen;
+  }
   s.resolved_recipe = recipe.to_toml();
   s.components = create_run_components(recipe, registry);
   RunComponents& c = s.components;
@@ -178,6 +186,10 @@ bool Trainer::leader() const {
   return state_->rank == 0;
 }
 
+RunControl& Trainer::control() {
+  return state_->control;
+}
+
 TrainSummary Trainer::run() {
   State& s = *state_;
   RunComponents& c = s.components;
@@ -204,6 +216,21 @@ TrainSummary Trainer::run() {
       metrics->write(event);
     }
   }
+  // Who else hears about the run (rank 0): the metrics stream and an in-process observer.
+  std::unique_ptr<MetricsServer> stream;
+  std::vector<RunObserver*> observers;
+  if (leader && !cfg.metrics_listen.empty()) {
+    stream = std::make_unique<MetricsServer>(
+        MetricsStreamSettings{cfg.metrics_listen, cfg.metrics_token, cfg.metrics_client_queue}, s.control);
+    observers.push_back(stream.get());
+    std::cerr << "metrics stream listening on " << stream->local_endpoint() << "\n";
+  }
+  if (leader && s.options.observer != nullptr) observers.push_back(s.options.observer);
+  for (RunObserver* o : observers) o->on_start(make_hello_message(cfg, s.resolved_recipe, s.world, s.step));
+  auto emit = [&](const nlohmann::json& record) {
+    if (metrics) metrics->write(record);
+    for (RunObserver* o : observers) o->on_record(record);
+  };
   install_stop_handlers();
   // LOOM_TRACE_INSTANCES=DIR: every rank lists the instances it trained on ("epoch id" lines in
   // DIR/rank-N.txt), to check data parallelism reads each instance once per epoch.
@@ -237,8 +264,7 @@ TrainSummary Trainer::run() {
       write_run_checkpoint(dir, model, s.setup.bert_config, c.tokenizer ? c.tokenizer.get() : nullptr,
                            c.optimizer.get(), state);
     });
-    if (metrics)
-      metrics->write({{"type", "event"}, {"step", s.step}, {"checkpoint", summary.last_checkpoint.string()}});
+    emit({{"type", "event"}, {"step", s.step}, {"checkpoint", summary.last_checkpoint.string()}});
   };
 
   auto run_eval = [&] {
@@ -249,7 +275,7 @@ TrainSummary Trainer::run() {
     record["type"] = "eval";
     record["step"] = s.step;
     summary.last_eval = record;
-    if (metrics) metrics->write(record);
+    if (leader) emit(record);
     if (leader && s.options.console) std::cerr << "eval step " << s.step << ": " << record.dump() << "\n";
   };
 
@@ -262,7 +288,8 @@ TrainSummary Trainer::run() {
   const uint64_t first_step = s.step;
   double grad_norm = 0;
 
-  while (s.step < cfg.steps && !any_rank(group, stop_requested())) {
+  bool stop_commanded = false;  // by the metrics stream's stop (shared with every rank)
+  while (s.step < cfg.steps && !any_rank(group, stop_requested()) && !stop_commanded) {
     model.zero_grads();
     const double loss_scale = c.precision.call([](loom::Precision& p) { return p.loss_scale(); });
     const bool log_now = (s.step + 1) % cfg.log_every == 0 || s.step + 1 == cfg.steps;
@@ -383,8 +410,8 @@ TrainSummary Trainer::run() {
         record["allreduce_ms"] = 1000.0 * window_allreduce / static_cast<double>(window_steps);
         record["ranks"] = ranks;
       }
-      if (metrics) metrics->write(record);
       const double eta = per_step * static_cast<double>(cfg.steps - s.step);
+      if (leader) emit(record);
       if (leader && s.options.console)
         std::cerr << (s.options.headless ? format_headless_line(record, cfg.steps, eta)
                                          : format_progress_line(s.step, cfg.steps, mean_loss, lr, loss_scale,
@@ -399,12 +426,39 @@ TrainSummary Trainer::run() {
     if (cfg.eval_every > 0 && s.step % cfg.eval_every == 0 && s.step < cfg.steps) run_eval();
     if (cfg.checkpoint_every > 0 && s.step % cfg.checkpoint_every == 0 && s.step < cfg.steps)
       save_checkpoint();
+
+    // Step boundary: rank 0's run-control commands, shared with every rank.
+    RunControl::Boundary boundary = leader ? s.control.at_step_boundary(s.step) : RunControl::Boundary{};
+    if (s.world > 1 && !cfg.metrics_listen.empty()) {
+      int32_t flags[2] = {boundary.checkpoint_now, boundary.stop};
+      c.communicator.call([&](loom::Communicator& m) { m.broadcast(flags, sizeof flags, 0); });
+      boundary = {flags[0] != 0, flags[1] != 0};
+    }
+    if (boundary.checkpoint_now) {
+      save_checkpoint();
+      s.control.acknowledge(RunCommand::checkpoint_now, s.step, {{"checkpoint", summary.last_checkpoint.string()}});
+    }
+    stop_commanded = boundary.stop;
   }
   summary.stopped_early = s.step < cfg.steps;
   summary.steps = s.step;
   summary.seconds = std::chrono::duration<double>(Clock::now() - loop_start).count();
   if (!summary.stopped_early) run_eval();
   save_checkpoint();
+  s.control.acknowledge(RunCommand::stop, s.step, {{"checkpoint", summary.last_checkpoint.string()}});
+  for (RunObserver* o : observers)
+    o->on_end({{"type", "end"}, {"step", s.step}, {"stopped_early", summary.stopped_early},
+               {"checkpoint", summary.last_checkpoint.string()}});
+  if (stream) {
+    stream->shutdown();
+    const MetricsServer::Statistics st = stream->statistics();
+    const double stream_seconds = st.training_thread_seconds + st.stream_thread_cpu_seconds;
+    std::cerr << fmt::format(
+        "metrics stream: {} clients ({} refused), {} records, {} dropped for slow clients; {:.2f} ms on the "
+        "training thread + {:.2f} ms stream-thread CPU = {:.3f}% of the {:.2f} s loop\n",
+        st.clients, st.refused, st.records, st.dropped, 1e3 * st.training_thread_seconds,
+        1e3 * st.stream_thread_cpu_seconds, 100.0 * stream_seconds / summary.seconds, summary.seconds);
+  }
   if (leader && s.options.console && summary.stopped_early)
     std::cerr << "stopped at step " << s.step << "; checkpoint " << summary.last_checkpoint.string() << "\n";
   return summary;

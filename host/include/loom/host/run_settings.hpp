@@ -1,4 +1,5 @@
-// RunSettings: the host tables of a recipe ([run], [train], [checkpoint], [model] init_from) as
+// RunSettings: the host tables of a recipe ([run], [train], [checkpoint], [model] init_from,
+// [metrics]) as
 // the trainer uses them. `read_run_settings` and `loom check` read the same keys with the same
 // typed reader, so a recipe that checks is a recipe that runs (docs/recipes.md lists them).
 #pragma once
@@ -33,6 +34,10 @@ struct RunSettings {
 
   std::string init_from;  ///< [model] init_from: a checkpoint (or model) directory, "" for none
 
+  std::string metrics_listen;            ///< [metrics] listen: "host:port" of the metrics stream, "" for off
+  std::string metrics_token;             ///< [metrics] token clients must send (required beyond loopback)
+  uint64_t metrics_client_queue = 4096;  ///< [metrics] client_queue: live records buffered per client
+
   /// runs/<name> (output_dir/name), relative paths as given.
   std::filesystem::path run_directory() const { return std::filesystem::path(output_dir) / name; }
 };
@@ -40,8 +45,12 @@ struct RunSettings {
 /// A host table's reader: reads every key it knows from `options` into `settings`.
 using HostTableReader = std::function<void(loom::Options& options, RunSettings& settings)>;
 
-/// The host tables and their readers ([run], [train], [checkpoint], [plugins], [model]).
+/// The host tables and their readers ([run], [train], [checkpoint], [plugins], [model], [metrics]).
 const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers();
+
+/// Why the metrics stream cannot listen on `listen` with `token` ("" when it can): a malformed
+/// address, or one reachable from other machines without a token.
+std::string metrics_listen_problem(const std::string& listen, const std::string& token);
 
 /// Reads every host table of `recipe`; throws RecipeError listing every problem.
 RunSettings read_run_settings(const Recipe& recipe);

@@ -7,7 +7,8 @@
 //              the successful-step count → fused optimizer step → cast working weights → metrics
 //   around it: evaluation every `train.eval_every` steps on [eval_data], checkpoints every
 //              `checkpoint.every` steps and at the end, Ctrl-C/SIGTERM finish the step, checkpoint
-//              and return normally.
+//              and return normally; RunControl commands (the metrics stream of [metrics] listen,
+//              loom-dash) are taken at step boundaries.
 //
 // Ownership: the caller holds the run directory (RunDirectoryLock; `loom run` takes it before
 // constructing the trainer, rank 0 only under MPI). The trainer then removes checkpoints a killed
@@ -29,6 +30,8 @@
 
 #include "loom/host/plugin_registry.hpp"
 #include "loom/host/recipe.hpp"
+#include "loom/host/run_control.hpp"
+#include "loom/host/run_observer.hpp"
 
 namespace loom::host {
 
@@ -36,6 +39,8 @@ struct TrainOptions {
   std::string resume;     ///< "": start fresh (refused when checkpoints exist), "auto", or a checkpoint path
   bool console = true;    ///< print the progress line every log interval
   bool headless = false;  ///< batch-log lines (timestamp, key=value) instead of the progress line
+  RunObserver* observer = nullptr;  ///< also told the hello, every record and the end (rank 0; loom-dash)
+  std::string listen;               ///< overrides [metrics] listen when set (`loom run --listen`)
 };
 
 struct TrainSummary {
@@ -59,6 +64,9 @@ class Trainer {
   TrainSummary run();
   /// True on rank 0, the rank that prints and writes.
   bool leader() const;
+
+  /// Pause/resume/checkpoint-now/stop, applied at step boundaries (any thread may submit).
+  RunControl& control();
 
  private:
   struct State;
