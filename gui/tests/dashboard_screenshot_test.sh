@@ -57,12 +57,9 @@ grep -q "the run ended at 127.0.0.1:$port" "$work/attach.log" || fail "loom-dash
 exec 3<&-
 
 # In-process training on real text (scripts/fetch-data, as the other end-to-end tests get it).
-if "$src/scripts/fetch-data" > "$work/fetch.log" 2>&1; then
-  mkdir -p "$work/raw"
-  ls "$src/data/raw/sotu" | sort | head -4 | while read -r f; do cp "$src/data/raw/sotu/$f" "$work/raw/"; done
-  "$loom" prep pretraining --vocab "$src/data/vocab/bert-base-uncased.txt" --input "$work/raw" --output "$work/shards" \
-    --max-seq-length 64 --max-predictions 10 --dupe-factor 1 --shards 1 --seed 7 > "$work/prep.log" 2>&1 ||
-    { cat "$work/prep.log"; fail "loom prep failed"; }
+source "$src/tests/e2e/sotu_shards.sh"
+if fetch_real_text; then
+  make_sotu_shards "$work/shards" 4 1 || fail "loom prep failed"
   cat > "$work/inproc.toml" <<TOML
 [run]
 name = "inproc"

