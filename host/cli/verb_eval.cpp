@@ -36,8 +36,9 @@ void register_eval_verb(CLI::App& app, GlobalOptions& options) {
     const host::CheckpointLoadReport report = host::load_model_weights(run.model(), *checkpoint, {true, {}});
     if (!report.unexpected.empty())
       std::cerr << *checkpoint << ": " << report.unexpected.size() << " tensors the model does not use\n";
+    const std::optional<int32_t> mask_id = host::mask_token_id(c);
     nlohmann::json metrics = data.call([&](loom::Dataset& d) {
-      return host::evaluate(run.model(), backend, *run.staging, d, *run.buffers, *batches);
+      return host::evaluate(run.model(), backend, *run.staging, d, *run.buffers, *batches, mask_id);
     });
     metrics["checkpoint"] = *checkpoint;
     std::cout << metrics.dump(2) << "\n";

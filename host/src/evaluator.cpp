@@ -45,7 +45,8 @@ Tally argmax_tally(const std::vector<float>& logits, int64_t classes, const std:
   return tally;
 }
 
-Tally masked_lm_tally(const Model& model, loom::Backend& backend, const HostBatch& batch) {
+Tally masked_lm_tally(const Model& model, loom::Backend& backend, const HostBatch& batch,
+                      MaskedLmBreakdown* breakdown) {
   const loom::Tensor logits = model.output("masked_prediction_logits");
   std::vector<int32_t> labels;
   if (batch.mlm_labels != nullptr)
@@ -56,6 +57,8 @@ Tally masked_lm_tally(const Model& model, loom::Backend& backend, const HostBatc
   if (static_cast<size_t>(logits.shape[0]) != labels.size())
     throw std::runtime_error("masked_prediction_logits has " + std::to_string(logits.shape[0]) +
                              " rows, the batch " + std::to_string(labels.size()) + " labelled positions");
+  if (breakdown != nullptr)
+    breakdown->add(host, logits.shape[1], batch.input_ids, batch.mlm_labels, batch.batch * batch.seq);
   return argmax_tally(host, logits.shape[1], labels);
 }
 
@@ -108,12 +111,15 @@ nlohmann::json classification_metrics(const std::vector<int32_t>& predicted,
 }
 
 nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& staging, loom::Dataset& dataset,
-                        HostBatchBuffers& buffers, uint64_t max_batches) {
+                        HostBatchBuffers& buffers, uint64_t max_batches,
+                        std::optional<int32_t> mask_token_id) {
   dataset.seek({0, 0});
   const loom::BatchTask task = dataset.limits().task;
   double loss_sum = 0, mlm_loss_sum = 0;
   uint64_t batches = 0, rows = 0, masked = 0;
   Tally mlm, nsp;
+  std::optional<MaskedLmBreakdown> breakdown;
+  if (mask_token_id) breakdown.emplace(*mask_token_id);
   std::vector<int32_t> predicted, truth;
   while (max_batches == 0 || batches < max_batches) {
     loom::BatchShape shape{};
@@ -125,7 +131,7 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
     rows += static_cast<uint64_t>(shape.rows);
     ++batches;
     if (task == loom::BatchTask::pretraining) {
-      const Tally t = masked_lm_tally(model, backend, batch);
+      const Tally t = masked_lm_tally(model, backend, batch, breakdown ? &*breakdown : nullptr);
       const loom::Tensor mlm_loss = model.output("mlm_loss");
       float value = 0;
       if (mlm_loss.defined()) backend.copy_to_host(&value, mlm_loss.data, sizeof(float));
@@ -151,6 +157,7 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
     out["eval_mlm_accuracy"] = mlm.rate();
     out["eval_nsp_accuracy"] = nsp.rate();
     out["eval_masked_tokens"] = masked;
+    if (breakdown) out.update(breakdown->metrics());
   } else if (task == loom::BatchTask::classification) {
     const nlohmann::json metrics = classification_metrics(predicted, truth, dataset.limits().num_labels);
     out["eval_accuracy"] = metrics["accuracy"];

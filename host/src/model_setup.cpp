@@ -1,8 +1,12 @@
 // Model construction from a recipe; see model_setup.hpp.
 #include "loom/host/model_setup.hpp"
 
+#include <fmt/format.h>
+
+#include "loom/host/errors.hpp"
 #include "loom/host/model_config.hpp"
 #include "loom/host/model_recipe.hpp"
+#include "loom/sdk/tokenizer.hpp"
 
 namespace loom::host {
 
@@ -26,10 +30,17 @@ loom::ActivationShape activation_shape_for(const loom::BatchLimits& limits) {
 }
 
 ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry, loom::Backend& backend,
-                       const loom::Precision& precision, const loom::BatchLimits* limits) {
+                       const loom::Precision& precision, const loom::BatchLimits* limits,
+                       const loom::Tokenizer* tokenizer) {
   const ModelRecipe model_recipe = read_model_recipe(recipe);
   ModelSetup setup;
   setup.bert_config = read_bert_config(model_recipe.config_path);
+  if (tokenizer != nullptr && tokenizer->vocab_size() > setup.bert_config.vocab_size)
+    throw RecipeError(fmt::format(
+        "{}: vocab_size {} is smaller than the [tokenizer] vocabulary ({} tokens); use a model config whose "
+        "vocab_size is at least {}, or the vocabulary the model was made for",
+        model_recipe.config_path, setup.bert_config.vocab_size, tokenizer->vocab_size(),
+        tokenizer->vocab_size()));
   if (limits != nullptr && limits->task == loom::BatchTask::classification && limits->num_labels > 0)
     setup.bert_config.extra["num_labels"] = limits->num_labels;
   setup.model_config = to_model_config(setup.bert_config, model_recipe.config_path);
@@ -44,7 +55,7 @@ DatasetModel build_model_for_dataset(const Recipe& recipe, const PluginRegistry&
   DatasetModel d;
   data.call([&](loom::Dataset& dataset) { dataset.open(data_setup); });
   d.limits = data.call([](loom::Dataset& dataset) { return dataset.limits(); });
-  d.setup = build_model(recipe, registry, backend, precision, &d.limits);
+  d.setup = build_model(recipe, registry, backend, precision, &d.limits, data_setup.tokenizer);
   const loom::ActivationShape shape = activation_shape_for(d.limits);
   d.setup.model->reserve(shape);
   d.staging = std::make_unique<BatchStaging>(backend, shape);

@@ -67,4 +67,9 @@ RunComponents create_run_components(const Recipe& recipe, const PluginRegistry& 
   return c;
 }
 
+std::optional<int32_t> mask_token_id(RunComponents& components) {
+  if (!components.tokenizer) return std::nullopt;
+  return components.tokenizer.call([](loom::Tokenizer& t) { return t.special_token_ids().mask; });
+}
+
 }  // namespace loom::host

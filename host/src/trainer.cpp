@@ -108,7 +108,7 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
     s.eval_buffers = std::make_unique<HostBatchBuffers>(eval_limits);
   }
 
-  s.setup = build_model(recipe, registry, backend_of(c), *c.precision.get(), &limits);
+  s.setup = build_model(recipe, registry, backend_of(c), *c.precision.get(), &limits, data_setup.tokenizer);
   if (limits.task == loom::BatchTask::classification) {
     // Hugging Face's label maps, so `loom predict` and BertForSequenceClassification name classes.
     nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
@@ -267,10 +267,11 @@ TrainSummary Trainer::run() {
     emit({{"type", "event"}, {"step", s.step}, {"checkpoint", summary.last_checkpoint.string()}});
   };
 
+  const std::optional<int32_t> mask_id = mask_token_id(c);
   auto run_eval = [&] {
     if (!c.eval_data) return;
     nlohmann::json record = c.eval_data.call([&](loom::Dataset& d) {
-      return evaluate(model, backend, *s.staging, d, *s.eval_buffers, cfg.eval_batches);
+      return evaluate(model, backend, *s.staging, d, *s.eval_buffers, cfg.eval_batches, mask_id);
     });
     record["type"] = "eval";
     record["step"] = s.step;

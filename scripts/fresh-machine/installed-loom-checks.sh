@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs inside a fresh root (check-packages): what a user of an installed Loom does first, with the
-# installed binary only. Expects /srv/loom/data/ (vocabulary and spam task from scripts/fetch-data).
+# installed binary only. Expects /srv/loom/data/ (vocabulary, corpora and spam task from
+# scripts/fetch-data).
 # Usage: installed-loom-checks.sh LOOM SHARE_DIR   (SHARE_DIR: the install's share/loom)
 set -euo pipefail
 loom=$1
@@ -12,6 +13,8 @@ step "loom plugins"; "$loom" plugins | tee /tmp/plugins.txt
 for plugin in backend-cpu bert core datasets optim precision wordpiece; do
   grep -q "libloom-$plugin.so" /tmp/plugins.txt || { echo "plugin $plugin was not found" >&2; exit 1; }
 done
+# The quickstart's recipes use the vocabulary scripts/quickstart learns from the corpora.
+step "loom vocab train"; "$loom" vocab train --input data/raw --size 8192 --output data/vocab/quickstart-8192.txt
 for recipe in $(find "$share/configs" -name '*.toml' | sort); do
   step "loom check $recipe"; "$loom" check "$recipe"
 done

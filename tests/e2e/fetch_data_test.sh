@@ -34,6 +34,12 @@ for split in train dev test; do
 done
 train_rows=$(($(wc -l <"$data/tasks/spam/train.tsv") - 1))
 check '[ "$train_rows" -gt 4600 ] && [ "$train_rows" -lt 5050 ]' "train split is $train_rows rows, not ~80%"
+# The low-resource subset: 200 rows of train.tsv, balanced as it (137 ham, 63 spam).
+lowres=$data/tasks/spam/train-200.tsv
+check '[ "$(head -1 "$lowres")" = "label	text" ] && [ "$(tail -n +2 "$lowres" | cut -f1 | sort | uniq -c | tr -s " " | tr "\n" ";")" = " 137 ham; 63 spam;" ]' \
+  "train-200.tsv is not 137 ham + 63 spam: $(tail -n +2 "$lowres" | cut -f1 | sort | uniq -c | tr "\n" " ")"
+check '[ "$(tail -n +2 "$lowres" | sort | comm -23 - <(tail -n +2 "$data/tasks/spam/train.tsv" | sort) | wc -l)" -eq 0 ]' \
+  "train-200.tsv has rows that are not in train.tsv"
 check '[ "$(wc -l <"$data/vocab/bert-base-uncased.txt")" -eq 30522 ]' "vocab lines"
 check '[ "$(sed -n "2p;101p;1997p;2016p" "$data/vocab/bert-base-uncased.txt" | tr "\n" " ")" = "[unused0] [UNK] the ##s " ]' \
   "vocab layout"

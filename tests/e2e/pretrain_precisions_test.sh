@@ -30,6 +30,7 @@ for precision in fp32 bf16-mixed fp16-mixed; do
   start=$(date +%s)
   if ! "$loom" run configs/quickstart/pretrain-phase1.toml \
       --set run.name="$precision" --set run.output_dir="$work/runs" --set precision.component="$precision" \
+      --set tokenizer.vocab=data/vocab/bert-base-uncased.txt --set model.config=../models/bert-tiny.json \
       --set data.files="$work/shards/training_*.hdf5" --set eval_data.files="$work/shards/heldout_*.hdf5" \
       --set data.batch_size=32 --set train.steps="$steps" --set train.log_every=$log_every \
       --set train.eval_every="$steps" --set train.eval_batches=8 --set checkpoint.every="$steps" \

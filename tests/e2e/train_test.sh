@@ -80,6 +80,30 @@ grep -q '"type":"eval"' "$work/runs/straight/metrics.jsonl" || fail "no eval rec
 
 [ -n "$(losses "$work/runs/straight/metrics.jsonl")" ] || fail "no training losses in metrics.jsonl"
 
+# 2b. Masked-LM evaluation split by input: [MASK] / kept / random counts add up to the labelled
+# positions, [MASK] is about 80% of them (BERT's rule), and the unigram baseline is a share.
+"$loom" eval "$work/straight.toml" --checkpoint "$work/runs/straight/checkpoints/step-000040" > "$work/mlm-eval.json" \
+  2> "$work/mlm-eval.log" || { cat "$work/mlm-eval.log"; fail "loom eval (pre-training)"; }
+/usr/bin/python3 - "$work/mlm-eval.json" <<'PY' || fail "masked-LM split: $(cat "$work/mlm-eval.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+parts = [m[f"eval_mlm_{k}_tokens"] for k in ("mask", "kept", "random")]
+assert sum(parts) == m["eval_masked_tokens"], parts
+assert 0.7 < parts[0] / sum(parts) < 0.9, parts
+overall = sum(m[f"eval_mlm_{k}_accuracy"] * n for k, n in zip(("mask", "kept", "random"), parts)) / sum(parts)
+assert abs(overall - m["eval_mlm_accuracy"]) < 1e-9, (overall, m["eval_mlm_accuracy"])
+assert 0 < m["eval_mlm_unigram_baseline"] < 1 and m["eval_mlm_unigram_token"] >= 0
+PY
+grep -q '"eval_mlm_mask_accuracy"' "$work/runs/straight/metrics.jsonl" || fail "training eval records lack the [MASK] split"
+
+# 2c. A model config with a smaller vocabulary than the tokenizer's is refused, naming both.
+jq '.vocab_size = 1000' "$fixtures/micro-bert.json" > "$work/small-vocab.json"
+"$loom" eval "$work/straight.toml" --set "model.config=$work/small-vocab.json" \
+  --checkpoint "$work/runs/straight/checkpoints/step-000040" > /dev/null 2> "$work/small-vocab.log" \
+  && fail "a model config smaller than the vocabulary was accepted"
+grep -q "vocab_size 1000 is smaller than the \[tokenizer\] vocabulary (30522 tokens)" "$work/small-vocab.log" \
+  || fail "no clear message for a vocabulary larger than the model's: $(cat "$work/small-vocab.log")"
+
 # 3. Gradient accumulation: 4 micro-batches of 4 give the same update as one batch of 16.
 pretrained="$work/runs/straight/checkpoints/step-000040"
 write_classifier_recipe whole 16 1 "$pretrained"; write_classifier_recipe accumulated 4 4 "$pretrained"

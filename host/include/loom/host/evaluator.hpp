@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "loom/host/batch_staging.hpp"
 #include "loom/host/host_batch_buffers.hpp"
+#include "loom/host/masked_lm_breakdown.hpp"
 #include "loom/host/model.hpp"
 #include "loom/sdk/dataset.hpp"
 
@@ -32,8 +34,10 @@ std::vector<int32_t> argmax_rows(const std::vector<float>& logits, int64_t class
 /// Argmax of each row of `logits` ([rows, classes] row-major) against `labels` (negative = skip).
 Tally argmax_tally(const std::vector<float>& logits, int64_t classes, const std::vector<int32_t>& labels);
 
-/// MLM accuracy of the last forward: masked_prediction_logits vs the batch's labelled positions.
-Tally masked_lm_tally(const Model& model, loom::Backend& backend, const HostBatch& batch);
+/// MLM accuracy of the last forward: masked_prediction_logits vs the batch's labelled positions;
+/// also adds the batch to `breakdown` when one is given.
+Tally masked_lm_tally(const Model& model, loom::Backend& backend, const HostBatch& batch,
+                      MaskedLmBreakdown* breakdown = nullptr);
 /// NSP accuracy of the last forward.
 Tally next_sentence_tally(const Model& model, loom::Backend& backend, const HostBatch& batch);
 
@@ -43,8 +47,10 @@ nlohmann::json classification_metrics(const std::vector<int32_t>& predicted,
 
 /// Runs the evaluation; the dataset is rewound to its start first and left wherever it ends.
 /// Keys are prefixed "eval_" (eval_mlm_loss, eval_mlm_accuracy, eval_nsp_accuracy, eval_loss,
-/// eval_accuracy, eval_f1, eval_mcc, eval_examples).
+/// eval_accuracy, eval_f1, eval_mcc, eval_examples). With the tokenizer's `mask_token_id`, MLM
+/// metrics are also split by input category (MaskedLmBreakdown: eval_mlm_mask_accuracy, ...).
 nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& staging, loom::Dataset& dataset,
-                        HostBatchBuffers& buffers, uint64_t max_batches);
+                        HostBatchBuffers& buffers, uint64_t max_batches,
+                        std::optional<int32_t> mask_token_id = std::nullopt);
 
 }  // namespace loom::host

@@ -30,8 +30,11 @@ loom::DType compute_dtype_of(const loom::Precision& precision);
 loom::ActivationShape activation_shape_for(const loom::BatchLimits& limits);
 
 /// Reads [model], creates and sets up every block. `limits` may be nullptr (no dataset).
+/// With a `tokenizer`, a vocabulary larger than the config's vocab_size is a RecipeError naming both
+/// (its ids past the embedding table would be out of range).
 ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry, loom::Backend& backend,
-                       const loom::Precision& precision, const loom::BatchLimits* limits);
+                       const loom::Precision& precision, const loom::BatchLimits* limits,
+                       const loom::Tokenizer* tokenizer = nullptr);
 
 /// A model for one dataset's batches: built for its limits, activations reserved, and the device
 /// staging and host buffers those batches need. What `loom eval` and `loom bench` set up alike.

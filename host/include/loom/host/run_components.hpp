@@ -6,6 +6,8 @@
 // required). Every object holds its plugin library alive (component.hpp).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "loom/host/component.hpp"
@@ -44,6 +46,10 @@ struct RunComponentNeeds {
 /// Creates the components; throws RecipeError naming the table for a missing or unknown one.
 RunComponents create_run_components(const Recipe& recipe, const PluginRegistry& registry,
                                     const RunComponentNeeds& needs = {});
+
+/// The tokenizer's [MASK] id, or none without a [tokenizer] (evaluation then reports masked-LM
+/// metrics without the split by input category).
+std::optional<int32_t> mask_token_id(RunComponents& components);
 
 /// Creates the component of `table` (kind from `Interface`), or `fallback` (a component name with
 /// no options) when the table is absent and `fallback` is not empty.
