@@ -73,8 +73,9 @@ def plot(path, phase1_train, phase1_evals, fine_tuning):
         for index, (_, data, metric) in enumerate(groups):
             s = fine_tuning[data][init][metric]
             means.append(100 * s["mean"])
-            errors_low.append(100 * (s["mean"] - s["min"]))
-            errors_high.append(100 * (s["max"] - s["mean"]))
+            # max(0, ...): the mean of equal values can round a hair past them.
+            errors_low.append(max(0.0, 100 * (s["mean"] - s["min"])))
+            errors_high.append(max(0.0, 100 * (s["max"] - s["mean"])))
             points += [(index + offset, 100 * v) for v in s["values"]]
         positions = [i + offset for i in range(len(groups))]
         bars_axes.bar(positions, means, width, color=color, label=f"from {init}" if init == "scratch" else "pre-trained",
@@ -109,8 +110,8 @@ def main(runs_dir, stage_seconds, checkpoint):
         "heldout_mlm_loss": p1["eval_mlm_loss"], "heldout_mlm_accuracy": p1["eval_mlm_accuracy"],
         "heldout_nsp_accuracy": p1["eval_nsp_accuracy"],
         "heldout_mask_accuracy": p1["eval_mlm_mask_accuracy"], "heldout_mask_loss": p1["eval_mlm_mask_loss"],
-        "heldout_kept_accuracy": p1["eval_mlm_kept_accuracy"],
-        "heldout_random_accuracy": p1["eval_mlm_random_accuracy"],
+        "heldout_kept_accuracy": p1["eval_mlm_kept_accuracy"], "heldout_kept_loss": p1["eval_mlm_kept_loss"],
+        "heldout_random_accuracy": p1["eval_mlm_random_accuracy"], "heldout_random_loss": p1["eval_mlm_random_loss"],
         "heldout_unigram_baseline": p1["eval_mlm_unigram_baseline"],
         "spam_accuracy_pretrained": full["pretrained"]["eval_accuracy"], "spam_f1_pretrained": full["pretrained"]["eval_f1"],
         "spam_accuracy_scratch": full["scratch"]["eval_accuracy"], "spam_f1_scratch": full["scratch"]["eval_f1"],
@@ -132,6 +133,8 @@ def main(runs_dir, stage_seconds, checkpoint):
         ("held-out MLM loss / accuracy (phase 1)", f"{s['heldout_mlm_loss']:.3f} / {100 * s['heldout_mlm_accuracy']:.1f}%"),
         ("held-out accuracy, [MASK] / kept / random", f"{100 * s['heldout_mask_accuracy']:.1f}% / "
          f"{100 * s['heldout_kept_accuracy']:.1f}% / {100 * s['heldout_random_accuracy']:.1f}%"),
+        ("held-out loss, [MASK] / kept / random", f"{s['heldout_mask_loss']:.3f} / {s['heldout_kept_loss']:.3f} / "
+         f"{s['heldout_random_loss']:.3f}"),
         ("unigram baseline (commonest target)", f"{100 * s['heldout_unigram_baseline']:.1f}% ([MASK] accuracy is "
          f"{s['heldout_mask_accuracy'] / s['heldout_unigram_baseline']:.2f}x)"),
         ("held-out NSP accuracy (phase 1)", f"{100 * s['heldout_nsp_accuracy']:.1f}%"),
