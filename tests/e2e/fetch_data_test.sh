@@ -34,6 +34,13 @@ for split in train dev test; do
 done
 train_rows=$(($(wc -l <"$data/tasks/spam/train.tsv") - 1))
 check '[ "$train_rows" -gt 4600 ] && [ "$train_rows" -lt 5050 ]' "train split is $train_rows rows, not ~80%"
+# The spam task's bytes are fixed: they must not depend on the machine's Python (its HTML parser
+# changed in a 2025 security update; scripts/fetch-data strips comments and a tag left open at the
+# end itself).
+check '[ "$(sha256sum <"$data/tasks/spam/train.tsv" | cut -c1-64)" = 01f9bb5b1f42ae06c8705aa5f2aa8ef7bc3fd804217a4f391afada7e252e7c48 ]' "train.tsv content changed"
+check '[ "$(sha256sum <"$data/tasks/spam/dev.tsv" | cut -c1-64)" = d9d18eb29a97ac968c003e0aa522fd16c1523a3aa6f974450921812b72e79588 ]' "dev.tsv content changed"
+check '[ "$(sha256sum <"$data/tasks/spam/test.tsv" | cut -c1-64)" = 98a159f4baf25997d636c30df78fdd8d681756b2acb97382d5d1645ad0b0202c ]' "test.tsv content changed"
+check '[ "$(sha256sum <"$data/tasks/spam/train-200.tsv" | cut -c1-64)" = 9000580ca66c3d17615cf593c30ebcc337cb1c6bcf40cb239f08f0502fffe88b ]' "train-200.tsv content changed"
 # The low-resource subset: 200 rows of train.tsv, balanced as it (137 ham, 63 spam).
 lowres=$data/tasks/spam/train-200.tsv
 check '[ "$(head -1 "$lowres")" = "label	text" ] && [ "$(tail -n +2 "$lowres" | cut -f1 | sort | uniq -c | tr -s " " | tr "\n" ";")" = " 137 ham; 63 spam;" ]' \
