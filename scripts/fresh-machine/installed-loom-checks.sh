@@ -14,7 +14,7 @@ for plugin in backend-cpu bert core datasets optim precision wordpiece; do
   grep -q "libloom-$plugin.so" /tmp/plugins.txt || { echo "plugin $plugin was not found" >&2; exit 1; }
 done
 # The quickstart's recipes use the vocabulary scripts/quickstart learns from the corpora.
-step "loom vocab train"; "$loom" vocab train --input data/raw --size 8192 --output data/vocab/quickstart-8192.txt
+step "quickstart-vocab"; bash /srv/quickstart-vocab "$loom" data
 for recipe in $(find "$share/configs" -name '*.toml' | sort); do
   step "loom check $recipe"; "$loom" check "$recipe"
 done

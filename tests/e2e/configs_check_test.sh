@@ -7,9 +7,7 @@ cd "$src" || exit 1
 # The recipes name the fetched vocabulary, which `loom check` verifies exists.
 scripts/fetch-data > /dev/null 2>&1 || { echo "FAIL: scripts/fetch-data"; exit 1; }
 # The quickstart's recipes name the vocabulary scripts/quickstart learns from the corpora.
-vocab=data/vocab/quickstart-8192.txt
-[ -f "$vocab" ] || "$loom" vocab train --input data/raw --size 8192 --output "$vocab" > /dev/null ||
-  { echo "FAIL: loom vocab train"; exit 1; }
+scripts/quickstart-vocab "$loom" > /dev/null || { echo "FAIL: scripts/quickstart-vocab"; exit 1; }
 failures=0
 count=0
 while IFS= read -r recipe; do
