@@ -8,6 +8,7 @@
 
 #include "cli_context.hpp"
 #include "loom/host/errors.hpp"
+#include "loom/host/stop_request.hpp"
 #include "loom/sdk/version.hpp"
 
 namespace {
@@ -21,6 +22,8 @@ int report(const std::string& prefix, const std::string& message, int code) {
 
 int main(int argc, char** argv) {
   using namespace loom;
+  // Before any thread exists: SIGINT/SIGTERM go to one thread of their own (stop_request.hpp).
+  host::route_stop_signals_to_a_thread();
   CLI::App app{"Loom: pre-train and fine-tune BERT-family models", "loom"};
   app.set_version_flag("--version", std::string("loom ") + loom::kSdkVersion + " (plugin ABI " +
                                         std::to_string(loom::kAbiMajor) + "." +

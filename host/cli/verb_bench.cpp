@@ -1,11 +1,16 @@
 // `loom bench RECIPE [--steps N] [--warmup W] [--json]`: steady-state training and inference
 // throughput of the recipe's model, data and precision (no checkpoints, no metrics files):
-// sequences/s, tokens/s, milliseconds per step split into data, forward, backward, optimizer and
-// communication, and the process's peak RSS. Batches come from the recipe's [data], read once
+// sequences/s, tokens/s, model TFLOP/s (training_flops.hpp), milliseconds per step split into
+// data, forward, backward, optimizer and communication, the process's peak RSS, and on a
+// version-2 backend the device (name, SMs or threads, share of its dense bf16 peak, peak device
+// memory). Batches come from the recipe's [data], read once
 // before timing starts, so the numbers measure compute, not the data pipeline. Under mpirun with
 // communicator/mpi every rank trains on the same batch and gradients are averaged as `loom run`
 // does (overlapped buckets, or once with train.allreduce_post_accumulation); "communication" is
-// then the time a step waited for gradients that backward did not hide. Rank 0 prints.
+// then the time a step waited for gradients that backward did not hide. On a backend whose memory
+// the host cannot address (a GPU) the optimizer runs on host copies as in `loom run`
+// (host_mirror.hpp): "communication" includes the gradient download, "optimizer" the weight
+// upload. Rank 0 prints.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -16,10 +21,13 @@
 
 #include "cli_context.hpp"
 #include "loom/host/gradient_sync.hpp"
+#include "loom/host/host_mirror.hpp"
 #include "loom/host/model_setup.hpp"
 #include "loom/host/run_components.hpp"
 #include "loom/host/run_settings.hpp"
 #include "loom/host/trainer.hpp"
+#include "loom/host/training_flops.hpp"
+#include "loom/sdk/backend2.hpp"
 
 namespace loom::cli {
 namespace {
@@ -54,16 +62,19 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   loom::BatchShape batch_shape{};
   const host::HostBatch batch =
       c.data.call([&](loom::Dataset& d) { return run.buffers->next(d, batch_shape); });
-  uint64_t tokens = 0;
+  uint64_t tokens = 0, predictions = 0;
   for (int64_t i = 0; i < batch.batch * batch.seq; ++i) tokens += batch.attention_mask[i] != 0;
+  if (batch.mlm_labels != nullptr)
+    for (int64_t i = 0; i < batch.batch * batch.seq; ++i) predictions += batch.mlm_labels[i] >= 0;
 
-  float* master = model.master().data_as<float>();
-  float* grads = model.grads().data_as<float>();
+  // As `loom run`: host copies of weights and gradients when the backend's memory is a device's.
+  host::HostMirror master(backend, model.master()), grads(backend, model.grads());
+  master.pull();
   const int world = c.communicator.call([](loom::Communicator& m) { return m.size(); });
   const int rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
   host::GradientSync sync(
-      c.communicator, c.communicator2, grads, total,
-      host::GradientSyncOptions{!settings.allreduce_post_accumulation,
+      c.communicator, c.communicator2, grads.data(), total,
+      host::GradientSyncOptions{!settings.allreduce_post_accumulation && !grads.copies(),
                                 static_cast<size_t>(settings.allreduce_bucket_mb * (1 << 20) / 4)});
   const bool overlap = world > 1 && sync.overlapping();
   double t_forward = 0, t_backward = 0, t_optimizer = 0, t_comm = 0, t_upload = 0;
@@ -83,9 +94,11 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       model.backward(1.0f);
     backend.synchronize();
     t_backward += since(t), t = Clock::now();
+    grads.pull();
     if (world > 1) sync.finish();
     t_comm += since(t), t = Clock::now();
-    c.optimizer.call([&](loom::Optimizer& o) { o.step(master, grads, {base_lr, 1.0}); });
+    c.optimizer.call([&](loom::Optimizer& o) { o.step(master.data(), grads.data(), {base_lr, 1.0}); });
+    master.push();
     model.refresh_compute_weights();
     t_optimizer += since(t);
   }
@@ -101,7 +114,13 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double n = a.steps;
-  const nlohmann::json result{
+  // Model FLOPs (training_flops.hpp) at the batch's mean number of masked positions per sequence.
+  const double flops_per_step =
+      static_cast<double>(batch.batch) *
+      host::bert_training_flops(model.config(), batch.seq,
+                                static_cast<int64_t>(predictions / static_cast<uint64_t>(batch.batch)));
+  const double tflops = n * flops_per_step / train_seconds / 1e12;
+  nlohmann::json result{
       {"recipe", a.recipe.recipe},
       {"batch", batch.batch},
       {"seq", batch.seq},
@@ -123,7 +142,28 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
         {"communication", 1e3 * t_comm / n},
         {"optimizer", 1e3 * t_optimizer / n},
         {"total", 1e3 * train_seconds / n}}},
+      {"train_model_tflops_per_second", tflops},
       {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
+  std::string device_line;
+  if (loom::Backend2* backend2 = registry->backend2(backend)) {
+    const loom::DeviceInfo info = backend2->device_info();
+    result["device"] = info.name;
+    result["device_multiprocessors"] = info.multiprocessors;
+    device_line = fmt::format("  device     {} ({} {}), {:.3g} model TFLOP/s", info.name, info.multiprocessors,
+                              backend.device().type == loom::DeviceType::cpu ? "threads" : "SMs", tflops);
+    if (info.peak_dense_bf16_flops > 0) {
+      result["peak_dense_bf16_tflops"] = info.peak_dense_bf16_flops / 1e12;
+      result["share_of_bf16_peak"] = tflops * 1e12 / info.peak_dense_bf16_flops;
+      device_line += fmt::format(" = {:.1f}% of its {:.0f} TFLOP/s dense bf16 peak", 100 * tflops * 1e12 /
+                                 info.peak_dense_bf16_flops, info.peak_dense_bf16_flops / 1e12);
+    }
+    if (info.peak_allocated_bytes > 0) {
+      result["peak_device_memory_bytes"] = info.peak_allocated_bytes;
+      device_line += fmt::format("; peak device memory {:.2f} GiB",
+                                 static_cast<double>(info.peak_allocated_bytes) / (1 << 30));
+    }
+    device_line += "\n";
+  }
   if (rank != 0) return;
   if (a.json) {
     std::cout << result.dump(2) << "\n";
@@ -135,12 +175,12 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       "  training   {:.1f} seq/s, {:.0f} tokens/s; ms/step: forward {:.1f}, backward {:.1f}, optimizer "
       "{:.1f}, "
       "communication {:.2f}, upload {:.2f}\n"
-      "  inference  {:.1f} seq/s\n  peak RSS   {:.0f} MiB\n",
+      "  inference  {:.1f} seq/s\n  peak RSS   {:.0f} MiB\n{}",
       a.recipe.recipe, batch.batch, batch.seq, result["parameters"].get<uint64_t>(), backend.threads(),
       result["train_sequences_per_second"].get<double>(), result["train_tokens_per_second"].get<double>(),
       ms["forward"].get<double>(), ms["backward"].get<double>(), ms["optimizer"].get<double>(),
       ms["communication"].get<double>(), ms["upload"].get<double>(),
-      result["inference_sequences_per_second"].get<double>(), result["peak_rss_mib"].get<double>());
+      result["inference_sequences_per_second"].get<double>(), result["peak_rss_mib"].get<double>(), device_line);
 }
 
 void register_bench_verb(CLI::App& app, GlobalOptions& options) {

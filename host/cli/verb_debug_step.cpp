@@ -20,6 +20,7 @@
 #include "loom/host/bert_checkpoint.hpp"
 #include "loom/host/bert_config.hpp"
 #include "loom/host/errors.hpp"
+#include "loom/host/host_mirror.hpp"
 #include "loom/host/model.hpp"
 #include "loom/host/model_config.hpp"
 #include "loom/host/safetensors.hpp"
@@ -83,10 +84,13 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   host::Model model(*registry, blocks, config, backend, dtype);
 
   const host::SafetensorsFile weights = host::SafetensorsFile::open(args.weights);
-  const auto tensors = model.checkpoint_tensors();
+  host::HostMirror master(backend, model.master());
+  master.pull();
+  const auto tensors = model.checkpoint_tensors(master.data());
   const auto aliases = model.checkpoint_aliases();
   const host::CheckpointLoadReport report = host::load_bert_checkpoint(weights, tensors, aliases);
   if (!report.ignored.empty() || !report.renamed.empty()) std::cerr << report.summary() << "\n";
+  master.push();
   model.refresh_compute_weights();
 
   const loom::ActivationShape shape{batch.batch, batch.seq, batch.num_masked()};
@@ -117,15 +121,11 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   if (!file) throw std::runtime_error(args.out + ": write failed");
 
   if (!args.grads.empty()) {
-    std::vector<host::CheckpointTensor> grads;
-    std::vector<std::vector<float>> unscaled;
-    unscaled.reserve(model.parameters().entries().size());
-    for (const auto& entry : model.parameters().entries()) {
-      const float* grad = model.grad(entry).data_as<float>();
-      unscaled.emplace_back(grad, grad + entry.count);
-      for (float& g : unscaled.back()) g /= loss_scale;
-      grads.push_back(host::CheckpointTensor{entry.name, entry.shape, unscaled.back().data()});
-    }
+    const size_t total = model.parameters().total_elements();
+    std::vector<float> unscaled(total);
+    backend.copy_to_host(unscaled.data(), model.grads().data, total * sizeof(float));
+    for (float& g : unscaled) g /= loss_scale;
+    const auto grads = model.checkpoint_tensors(unscaled.data());
     host::save_bert_checkpoint(args.grads, grads, aliases, {{"content", "gradients of loss"}});
   }
 }

@@ -97,7 +97,8 @@ void Model::add_block(const PluginRegistry& registry, const std::string& name,
   const size_t occurrence = static_cast<size_t>(std::count(seen.begin(), seen.end(), name));
   seen.push_back(name);
 
-  const loom::BlockSetup setup{&config_, &backend_, compute_dtype_, static_cast<int32_t>(blocks_.size())};
+  const loom::BlockSetup setup{&config_, &backend_, compute_dtype_, static_cast<int32_t>(blocks_.size()),
+                               registry.backend2(backend_)};
   const size_t index = blocks_.size();
   std::vector<const ParameterEntry*> parameters;
   block.block.call([&](loom::Block& b) {
@@ -294,13 +295,10 @@ loom::Tensor Model::output(const std::string& name) const {
   return loom::Tensor{};
 }
 
-std::vector<CheckpointTensor> Model::checkpoint_tensors() const {
-  if (backend_.device().type != loom::DeviceType::cpu)
-    throw std::logic_error("checkpoint_tensors needs host-addressable parameters (a CPU backend)");
+std::vector<CheckpointTensor> Model::checkpoint_tensors(float* host_master) const {
   std::vector<CheckpointTensor> tensors;
   for (const auto& entry : table_.entries())
-    tensors.push_back(
-        CheckpointTensor{entry.name, entry.shape, static_cast<float*>(master_.data()) + entry.offset});
+    tensors.push_back(CheckpointTensor{entry.name, entry.shape, host_master + entry.offset});
   return tensors;
 }
 

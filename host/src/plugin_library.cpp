@@ -12,6 +12,7 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/communicator.hpp"
+#include "loom/sdk/backend2.hpp"
 #include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/dataset.hpp"
@@ -30,7 +31,7 @@ unsigned supported_interface_version(uint32_t kind) {
     case LOOM_KIND_COMMUNICATOR:
       return loom::Communicator2::kInterfaceVersion;
     case LOOM_KIND_BACKEND:
-      return loom::Backend::kInterfaceVersion;
+      return loom::Backend2::kInterfaceVersion;
     case LOOM_KIND_DATASET:
       return loom::Dataset::kInterfaceVersion;
     case LOOM_KIND_TOKENIZER:
@@ -49,10 +50,17 @@ unsigned supported_interface_version(uint32_t kind) {
 }
 
 // Oldest interface version of each kind this host still drives (communicator: version 1, the
-// host-memory interface that communicator/local implements).
+// host-memory interface that communicator/local implements; backend: version 1, without fused
+// attention).
 unsigned oldest_interface_version(uint32_t kind) {
-  return kind == LOOM_KIND_COMMUNICATOR ? loom::Communicator::kInterfaceVersion
-                                        : supported_interface_version(kind);
+  switch (kind) {
+    case LOOM_KIND_COMMUNICATOR:
+      return loom::Communicator::kInterfaceVersion;
+    case LOOM_KIND_BACKEND:
+      return loom::Backend::kInterfaceVersion;
+    default:
+      return supported_interface_version(kind);
+  }
 }
 
 boost::dll::load_mode::type load_mode() {

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "loom/host/errors.hpp"
+#include "loom/sdk/backend2.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/error.hpp"
 
@@ -148,7 +149,25 @@ std::shared_ptr<void> PluginRegistry::create_object(const ComponentEntry& entry,
   // Host-side deleter: destroys through the plugin, then releases the library reference.
   std::shared_ptr<PluginLibrary> library = entry.plugin;
   loom_destroy_fn destroy = entry.descriptor->destroy;
-  return std::shared_ptr<void>(object, [library, destroy](void* p) { destroy(p); });
+  std::shared_ptr<void> created(object, [library, destroy](void* p) { destroy(p); });
+  if (entry.kind == LOOM_KIND_BACKEND && entry.descriptor->interface_version >= loom::Backend2::kInterfaceVersion) {
+    const std::lock_guard<std::mutex> lock(backends2_mutex_);
+    std::erase_if(backends2_, [](const std::weak_ptr<void>& b) { return b.expired(); });
+    backends2_.push_back(created);
+  }
+  return created;
+}
+
+loom::Backend2* PluginRegistry::backend2(const loom::Backend& backend) const {
+  const std::lock_guard<std::mutex> lock(backends2_mutex_);
+  for (const std::weak_ptr<void>& weak : backends2_) {
+    const std::shared_ptr<void> object = weak.lock();
+    // A version-2 component registers a Backend2*; single inheritance keeps the address of its
+    // Backend base the same, which is how the host holds it.
+    if (object != nullptr && object.get() == static_cast<const void*>(&backend))
+      return static_cast<loom::Backend2*>(object.get());
+  }
+  return nullptr;
 }
 
 }  // namespace loom::host

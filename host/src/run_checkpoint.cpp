@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "loom/host/atomic_file.hpp"
+#include "loom/host/host_mirror.hpp"
 #include "loom/host/safetensors.hpp"
 #include "loom/sdk/version.hpp"
 
@@ -53,7 +54,10 @@ void write_run_checkpoint(const fs::path& directory, const Model& model, const B
                           const loom::Tokenizer* tokenizer, loom::Optimizer* optimizer,
                           const RunState& state) {
   write_bert_config(config, directory / "config.json");
-  const auto tensors = model.checkpoint_tensors();
+  // On a device backend a fresh host copy of the master weights (checkpoints are rare).
+  HostMirror master(model.backend(), model.master());
+  master.pull();
+  const auto tensors = model.checkpoint_tensors(master.data());
   const auto aliases = model.checkpoint_aliases();
   save_bert_checkpoint(directory / "model.safetensors", tensors, aliases,
                        {{"step", std::to_string(state.step)}});
@@ -82,9 +86,13 @@ CheckpointLoadReport load_model_weights(Model& model, const fs::path& directory,
     throw std::runtime_error(path.string() + ": no such file (is " + directory.string() +
                              " a checkpoint directory?)");
   const SafetensorsFile file = SafetensorsFile::open(path);
-  const auto tensors = model.checkpoint_tensors();
+  // Pulled first: parameters the file lacks keep their current values.
+  HostMirror master(model.backend(), model.master());
+  master.pull();
+  const auto tensors = model.checkpoint_tensors(master.data());
   const auto aliases = model.checkpoint_aliases();
   CheckpointLoadReport report = load_bert_checkpoint(file, tensors, aliases, options);
+  master.push();
   model.refresh_compute_weights();
   return report;
 }

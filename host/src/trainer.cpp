@@ -18,6 +18,7 @@
 #include "loom/host/evaluator.hpp"
 #include "loom/host/gradient_sync.hpp"
 #include "loom/host/host_batch_buffers.hpp"
+#include "loom/host/host_mirror.hpp"
 #include "loom/host/launch_environment.hpp"
 #include "loom/host/metrics_log.hpp"
 #include "loom/host/metrics_server.hpp"
@@ -53,6 +54,8 @@ struct Trainer::State {
   RunComponents components;
   int rank = 0, world = 1;
   ModelSetup setup;
+  // What host code reads and writes of the flat master weights and gradients (host_mirror.hpp).
+  std::unique_ptr<HostMirror> master_host, grads_host;
   std::unique_ptr<BatchStaging> staging;
   std::unique_ptr<HostBatchBuffers> buffers, eval_buffers;
   std::unique_ptr<CheckpointStore> store;
@@ -174,10 +177,20 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
                 << " parameters loaded, " << report.missing.size() << " initialised fresh (missing), "
                 << report.unexpected.size() << " unused (unexpected)\n";
   }
+  s.master_host = std::make_unique<HostMirror>(backend_of(c), model.master());
+  s.grads_host = std::make_unique<HostMirror>(backend_of(c), model.grads());
+  if (s.master_host->copies())
+    spdlog::info("backend memory is not host-addressable: the optimizer, precision checks and "
+                 "gradient all-reduce work on host copies (one gradient download, one weight upload "
+                 "per step)");
+  s.master_host->pull();
   // One set of starting weights whatever each rank initialised or loaded, verified by checksum.
-  broadcast_parameters(RankGroup{c.communicator, c.communicator2, s.rank, s.world},
-                       model.master().data_as<float>(), model.parameters().total_elements());
-  if (s.world > 1) model.refresh_compute_weights();
+  broadcast_parameters(RankGroup{c.communicator, c.communicator2, s.rank, s.world}, s.master_host->data(),
+                       s.master_host->size());
+  if (s.world > 1) {
+    s.master_host->push();
+    model.refresh_compute_weights();
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -241,14 +254,21 @@ TrainSummary Trainer::run() {
 
   const uint64_t k = cfg.grad_accumulation;
   const size_t total = model.parameters().total_elements();
-  float* const master = model.master().data_as<float>();
-  float* const grads = model.grads().data_as<float>();
+  // Host pointers: the backend's own buffers on the CPU, host copies on a device (host_mirror.hpp).
+  HostMirror& master_host = *s.master_host;
+  HostMirror& grads_host = *s.grads_host;
+  float* const master = master_host.data();
+  float* const grads = grads_host.data();
   const RankGroup group{c.communicator, c.communicator2, s.rank, s.world};
+  const bool data_parallel = s.world > 1;
+  // Buckets overlapping backward would all-reduce device memory, which needs device collectives.
+  const bool overlap = !cfg.allreduce_post_accumulation && !grads_host.copies();
+  if (data_parallel && !cfg.allreduce_post_accumulation && !overlap)
+    spdlog::info("device backend: gradients are all-reduced once after accumulation, on their host copy "
+                 "(overlapped buckets need device collectives)");
   GradientSync sync(
       c.communicator, c.communicator2, grads, total,
-      GradientSyncOptions{!cfg.allreduce_post_accumulation,
-                          static_cast<size_t>(cfg.allreduce_bucket_mb * (1 << 20) / sizeof(float))});
-  const bool data_parallel = s.world > 1;
+      GradientSyncOptions{overlap, static_cast<size_t>(cfg.allreduce_bucket_mb * (1 << 20) / sizeof(float))});
 
   auto save_checkpoint = [&] {
     RunState state;
@@ -339,6 +359,7 @@ TrainSummary Trainer::run() {
       else
         model.backward(scale);
     }
+    grads_host.pull();  // on a device backend: the step's one bulk device → host copy
     if (data_parallel) {
       sync.finish();
       window_allreduce += sync.take_blocked_seconds();
@@ -366,6 +387,7 @@ TrainSummary Trainer::run() {
         return o.step(master, grads, loom::OptimizerStepArgs{lr, decision.grad_scale});
       });
       grad_norm = result.grad_norm;
+      master_host.push();
       model.refresh_compute_weights();
     }
     ++s.step;

@@ -1,6 +1,7 @@
 // SDK compatibility rules (docs/plugins.md "Versions"): a committed binary plugin built against
 // SDK 0.1 keeps loading and working; a component with a newer interface version is refused with a
 // message naming both versions (a newer ABI major: plugin_loading_test.cpp).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "loom/host/errors.hpp"
@@ -66,7 +67,7 @@ TEST(PluginCompatibility, NewerInterfaceVersionIsRefusedNamingBothVersions) {
     EXPECT_NE(message.find("communicator/newer-interface implements communicator interface version 3"),
               std::string::npos)
         << message;
-    EXPECT_NE(message.find("newer than this host's version 2 (SDK 0.1.0)"), std::string::npos) << message;
+    EXPECT_NE(message.find(fmt::format("newer than this host's version 2 (SDK {})", loom::kSdkVersion)), std::string::npos) << message;
     EXPECT_NE(message.find("upgrade Loom"), std::string::npos) << message;
   }
 }

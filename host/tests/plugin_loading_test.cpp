@@ -1,4 +1,5 @@
 // Every way a plugin file can be wrong, and what the host says about it (plugin-abi.md §3.8).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "loom/host/errors.hpp"
@@ -50,14 +51,14 @@ TEST(PluginLoading, ComponentIsCreatedWithOptionsAndWorks) {
 
 TEST(PluginLoading, WrongAbiMajorIsRefusedQuotingBothVersions) {
   const std::string message = explicit_load_error("wrong_abi_major", "fixture-abi-major");
-  EXPECT_NE(message.find("built for Loom plugin ABI 7.1"), std::string::npos) << message;
-  EXPECT_NE(message.find("this host provides ABI 0.1"), std::string::npos) << message;
+  EXPECT_NE(message.find(fmt::format("built for Loom plugin ABI 7.{}", LOOM_PLUGIN_ABI_MINOR)), std::string::npos) << message;
+  EXPECT_NE(message.find(fmt::format("this host provides ABI 0.{}", LOOM_PLUGIN_ABI_MINOR)), std::string::npos) << message;
   EXPECT_NE(message.find("rebuild the plugin"), std::string::npos) << message;
 }
 
 TEST(PluginLoading, NewerMinorIsRefusedAskingForAnUpgrade) {
   const std::string message = explicit_load_error("newer_minor", "fixture-abi-minor");
-  EXPECT_NE(message.find("ABI 0.99, newer than this host's ABI 0.1"), std::string::npos) << message;
+  EXPECT_NE(message.find(fmt::format("ABI 0.99, newer than this host's ABI 0.{}", LOOM_PLUGIN_ABI_MINOR)), std::string::npos) << message;
   EXPECT_NE(message.find("upgrade Loom"), std::string::npos) << message;
 }
 
@@ -105,7 +106,7 @@ TEST(PluginLoading, ScannedBadFilesAreRefusedNotFatal) {
       hermetic({fixture_dir("wrong_abi_major"), fixture_dir("good"), fixture_dir("not_a_library")}));
   EXPECT_EQ(registry.plugins().size(), 1u);
   ASSERT_EQ(registry.refused().size(), 2u);
-  EXPECT_NE(registry.refused()[0].reason.find("ABI 7.1"), std::string::npos);
+  EXPECT_NE(registry.refused()[0].reason.find(fmt::format("ABI 7.{}", LOOM_PLUGIN_ABI_MINOR)), std::string::npos);
   EXPECT_NE(registry.refused()[1].reason.find("invalid ELF header"), std::string::npos);
 }
 
@@ -223,11 +224,11 @@ TEST(PluginLoading, CommunicatorInterfaceVersionsOneAndTwoAreAcceptedOthersNamed
   EXPECT_EQ(problem_with(LOOM_KIND_COMMUNICATOR, loom::Communicator::kInterfaceVersion), "");
   EXPECT_EQ(problem_with(LOOM_KIND_COMMUNICATOR, loom::Communicator2::kInterfaceVersion), "");
   const std::string newer = problem_with(LOOM_KIND_COMMUNICATOR, 3);
-  EXPECT_NE(newer.find("interface version 3 (plugin built against Loom SDK 0.1.0), newer than this host's version 2"),
+  EXPECT_NE(newer.find(fmt::format("interface version 3 (plugin built against Loom SDK {}), newer than this host's version 2", loom::kSdkVersion)),
             std::string::npos)
       << newer;
   const std::string dataset = problem_with(LOOM_KIND_DATASET, 2);
-  EXPECT_NE(dataset.find("interface version 2 (plugin built against Loom SDK 0.1.0), newer than this host's version 1"),
+  EXPECT_NE(dataset.find(fmt::format("interface version 2 (plugin built against Loom SDK {}), newer than this host's version 1", loom::kSdkVersion)),
             std::string::npos)
       << dataset;
   const std::string older = problem_with(LOOM_KIND_COMMUNICATOR, 0);

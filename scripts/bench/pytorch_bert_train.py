@@ -1,10 +1,14 @@
 #!/usr/bin/python3
-"""PyTorch side of scripts/bench/compare-pytorch: BERT pre-training steps on CPU, timed.
+"""PyTorch side of scripts/bench/compare-pytorch: BERT pre-training steps on CPU or GPU, timed.
 
 The model is Hugging Face BertForPreTraining's computation written with plain torch modules
 (post-LN encoder, erf or tanh GELU per hidden_act, tied MLM decoder evaluated on the masked rows
 only — as Loom and NVIDIA's reference do — plus pooler and NSP head), trained with
 torch.optim.AdamW. Runs under Debian's /usr/bin/python3 with python3-torch. Prints one JSON line.
+
+With --device cuda (the GPU reference of issue 10): attention through
+F.scaled_dot_product_attention (flash / memory-efficient kernels), AdamW(fused=True), bf16 autocast
+(or tf32 matmuls with --precision tf32), optionally torch.compile; the JSON adds peak GPU memory.
 """
 import argparse
 import json
@@ -33,8 +37,13 @@ class Layer(nn.Module):
     def forward(self, x, mask):
         b, t, h = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(h // self.heads) + mask
-        context = (self.attention_dropout(scores.softmax(-1)) @ v).transpose(1, 2).reshape(b, t, h)
+        if x.is_cuda:  # SDPA: the fused attention kernels a GPU user of PyTorch gets
+            p = self.attention_dropout.p if self.training else 0.0
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), dropout_p=p)
+        else:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(h // self.heads) + mask
+            context = self.attention_dropout(scores.softmax(-1)) @ v
+        context = context.transpose(1, 2).reshape(b, t, h)
         x = self.norm1(x + self.dropout(self.attention_output(context)))
         y = self.output(F.gelu(self.intermediate(x), approximate=self.gelu))
         return self.norm2(x + self.dropout(y))
@@ -60,7 +69,7 @@ class BertForPreTraining(nn.Module):
 
     def forward(self, ids, types, attention_mask, masked_rows, masked_labels, nsp_labels):
         b, t = ids.shape
-        positions = torch.arange(t).unsqueeze(0)
+        positions = torch.arange(t, device=ids.device).unsqueeze(0)
         x = self.dropout(self.norm(self.words(ids) + self.positions(positions) + self.types(types)))
         mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
         for layer in self.layers:
@@ -95,13 +104,19 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--precision", choices=["fp32", "bf16", "tf32"], default="fp32")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (GPU runs)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
+    cuda = a.device == "cuda"
+    torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
     config = json.load(open(a.config))
-    model = BertForPreTraining(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    model = BertForPreTraining(config).to(a.device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, fused=cuda)
+    forward = torch.compile(model) if a.compile else model
     b, t = a.batch, a.seq
     ids = torch.randint(0, config["vocab_size"], (b, t))
     types = torch.zeros(b, t, dtype=torch.long)
@@ -110,18 +125,27 @@ def main():
     masked_rows = (masked + torch.arange(b).unsqueeze(1) * t).flatten().sort().values
     masked_labels = torch.randint(0, config["vocab_size"], (masked_rows.numel(),))
     nsp_labels = torch.randint(0, 2, (b,))
+    batch = [x.to(a.device) for x in (ids, types, attention_mask, masked_rows, masked_labels, nsp_labels)]
     elapsed = 0.0
     for step in range(a.warmup + a.steps):
+        if cuda:
+            torch.cuda.synchronize()
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
-            loss = model(ids, types, attention_mask, masked_rows, masked_labels, nsp_labels)
+        with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            loss = forward(*batch)
         loss.backward()
         optimizer.step()
+        if cuda:
+            torch.cuda.synchronize()
         if step >= a.warmup:
             elapsed += time.perf_counter() - start
-    print(json.dumps({"sequences_per_second": a.steps * b / elapsed, "loss": float(loss), "torch": torch.__version__,
-                      "threads": a.threads}))
+    result = {"sequences_per_second": a.steps * b / elapsed, "loss": float(loss), "torch": torch.__version__,
+              "threads": a.threads, "device": a.device, "compiled": a.compile}
+    if cuda:
+        result["device_name"] = torch.cuda.get_device_name()
+        result["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

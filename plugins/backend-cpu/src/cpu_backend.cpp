@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <sched.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -34,12 +35,22 @@ int read_threads(loom::ComponentContext& context) {
 }
 }  // namespace
 
-CpuBackend::CpuBackend(loom::ComponentContext& context) : CpuBackend(read_threads(context)) {}
+CpuBackend::CpuBackend(loom::ComponentContext& context)
+    : CpuBackend(read_threads(context), context.options().get<bool>("fused_attention", false)) {}
 
-CpuBackend::CpuBackend(int threads)
-    : threads_(threads > 0 ? threads : available_cores()), gemm_(std::make_unique<OneDnnGemm>(threads_)) {}
+CpuBackend::CpuBackend(int threads, bool fused_attention)
+    : threads_(threads > 0 ? threads : available_cores()),
+      fused_attention_(fused_attention),
+      gemm_(std::make_unique<OneDnnGemm>(threads_)) {}
 
 CpuBackend::~CpuBackend() = default;
+
+loom::DeviceInfo CpuBackend::device_info() const {
+  loom::DeviceInfo info{};
+  std::snprintf(info.name, sizeof info.name, "CPU");
+  info.multiprocessors = threads_;
+  return info;
+}
 
 void* CpuBackend::allocate(size_t bytes) {
   if (bytes == 0) return nullptr;

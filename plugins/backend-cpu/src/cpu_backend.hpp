@@ -11,19 +11,20 @@
 #include <memory>
 #include <vector>
 
-#include "loom/sdk/backend.hpp"
+#include "loom/sdk/backend2.hpp"
 #include "loom/sdk/plugin.hpp"
 
 namespace loom_cpu {
 
 class OneDnnGemm;
 
-class CpuBackend final : public loom::Backend {
+class CpuBackend final : public loom::Backend2 {
  public:
-  /// Reads option `threads` (default: every core this process may use).
+  /// Reads options `threads` (default: every core this process may use) and `fused_attention`
+  /// (default false: the reference attention op is exact but slower than the GEMM path here).
   explicit CpuBackend(loom::ComponentContext& context);
   /// Direct construction for tests and benchmarks; threads ≤ 0 means every core.
-  explicit CpuBackend(int threads);
+  explicit CpuBackend(int threads, bool fused_attention = false);
   ~CpuBackend() override;
 
   loom::Device device() const override { return loom::Device{}; }
@@ -85,12 +86,26 @@ class CpuBackend final : public loom::Backend {
   void global_norm(const loom::Tensor& x, const loom::Tensor& out) override;
   void check_finite(const loom::Tensor& x, const loom::Tensor& flag) override;
 
+  // Interface version 2. device_info: "CPU", the thread count, no known peak, no allocation
+  // tracking (cpu_backend.cpp); attention.cpp: the reference implementation of fused attention.
+  loom::DeviceInfo device_info() const override;
+  bool fused_attention(int64_t head_dim, int64_t max_seq) const override;
+  void attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                         const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
+                         const loom::Tensor& ctx, const loom::Tensor& lse) override;
+  void attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                          const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& lse,
+                          const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
+                          const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                          const loom::Tensor& delta) override;
+
  private:
   /// gemm with f16 a and b (f16_gemm.cpp): widened to f32 in `widened_`, multiplied in f32.
   void gemm_widening_f16(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
                          const loom::Tensor& c, float alpha, float beta);
 
   int threads_;
+  bool fused_attention_;
   std::unique_ptr<OneDnnGemm> gemm_;
   /// f32 copies of f16 GEMM operands a, b, c; grown to the largest product seen, then reused.
   std::vector<float> widened_[3];

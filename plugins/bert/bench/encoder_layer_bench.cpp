@@ -92,7 +92,7 @@ void BM_EncoderLayerForwardBackward(benchmark::State& state) {
   options.table_name = "model";
   Component<loom::Block> layer =
       registry().create<loom::Block>(*registry().find(LOOM_KIND_BLOCK, "bert.encoder-layer"), options, false);
-  layer.get()->setup(loom::BlockSetup{&config, &backend(), dtype, 1});
+  layer.get()->setup(loom::BlockSetup{&config, &backend(), dtype, 1, nullptr});
 
   std::mt19937 rng(2);
   std::vector<loom::Buffer> buffers;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "loom/sdk/backend.hpp"
+#include "loom/sdk/backend2.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/error.hpp"
 #include "parameter_list.hpp"
@@ -35,6 +35,7 @@ class BertBlock : public loom::Block {
                                    " is not supported (f32, bf16 or f16)");
     config_ = *setup.config;
     backend_ = setup.backend;
+    backend2_ = setup.backend2;
     compute_ = setup.compute_dtype;
     index_ = setup.index;
     check_config();
@@ -137,11 +138,12 @@ class BertBlock : public loom::Block {
   std::string name_;
   loom::ModelConfig config_{};
   loom::Backend* backend_ = nullptr;
+  loom::Backend2* backend2_ = nullptr;  ///< the same backend when it offers fused attention, else nullptr
   loom::DType compute_ = loom::DType::f32;
   int32_t index_ = 0;
   ParameterList params_;
 
- private:
+  /// The Philox key of this block's dropout in this micro-step; sites are offsets within it.
   uint64_t dropout_key(const loom::StepArgs& step) const {
     return mix64(step.dropout_seed ^ mix64(static_cast<uint64_t>(index_) + 1));
   }

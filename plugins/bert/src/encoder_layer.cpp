@@ -9,6 +9,11 @@
 // Saved: q, k, v, probs, ctx (compute dtype), x1, h1, x2 and LayerNorm statistics (f32), u and g
 // (compute dtype), plus 16-bit copies of x and h1 in bf16/f16 compute. Dropout masks are regenerated in
 // backward from the Philox key (sites 0: attention probs, 1: attention output, 2: FFN output).
+//
+// When the backend offers fused attention (Backend2::fused_attention for this head size and the
+// config's max_position_embeddings), the softmax and dropout of the first line and the product
+// with v run as one op: probs is not saved (the op keeps the row log-sum-exp, [B, nh, T]) and
+// the [B, nh, T, T] scratch disappears. The dropout bits are the same in both paths.
 #include <cmath>
 
 #include "bert_block.hpp"
@@ -23,8 +28,26 @@ using loom::DType;
 using loom::Tensor;
 
 class EncoderLayer final : public BertBlock {
+  // Regions of the arena; the fused path has lse and delta instead of the [B, nh, T, T] tensors.
+  struct Saved {
+    Tensor x_c, q, k, v, probs, lse, ctx, x1, mean1, rstd1, h1, h1_c, u, g, x2, mean2, rstd2;
+  };
+  struct ForwardScratch {
+    Tensor tmp, scores, probs_dropped;
+  };
+  struct BackwardScratch {
+    Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped,
+        d_q, d_k, d_v, delta;
+  };
+
  public:
   explicit EncoderLayer(loom::ComponentContext&) : BertBlock("block/bert.encoder-layer") {}
+
+  void setup(const loom::BlockSetup& setup) override {
+    BertBlock::setup(setup);
+    const int64_t head_dim = config_.hidden_size / config_.num_attention_heads;
+    fused_ = backend2_ != nullptr && backend2_->fused_attention(head_dim, config_.max_position_embeddings);
+  }
 
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
   const char* scope() const override { return "bert.encoder.layer.#"; }
@@ -53,12 +76,13 @@ class EncoderLayer final : public BertBlock {
     project(x_c, q_weight_, master(q_bias_), w.tmp, s.q);
     project(x_c, k_weight_, master(k_bias_), w.tmp, s.k);
     project(x_c, v_weight_, master(v_bias_), w.tmp, s.v);
-    be().gemm(heads(s.q, B, T), false, heads(s.k, B, T), true, w.scores, 1.0f, 0.0f);
-    be().softmax_forward(w.scores, step.batch->attention_bias, attention_scale(), s.probs);
-    const float p_attention = config_.attention_probs_dropout_prob;
-    const Tensor probs_used = dropout_active(step, p_attention) ? w.probs_dropped : s.probs;
-    dropout_forward(step, s.probs, probs_used, p_attention, 0);
-    be().gemm(probs_used, false, heads(s.v, B, T), false, heads(s.ctx, B, T), 1.0f, 0.0f);
+    if (fused_) {
+      backend2_->attention_forward(heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), step.batch->attention_bias,
+                                   attention_scale(), attention_dropout(step), dropout_key(step), 0,
+                                   heads(s.ctx, B, T), s.lse);
+    } else {
+      attention_unfused_forward(step, s, w, B, T);
+    }
 
     // Attention output: dense, dropout, residual, LayerNorm.
     linear_forward(s.ctx, out_weight_, master(out_bias_), w.tmp);
@@ -108,7 +132,38 @@ class EncoderLayer final : public BertBlock {
     linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), s.ctx, out_weight_, grad(out_bias_),
                     w.d_ctx, 0.0f);
 
-    // ctx = dropout(probs)·v per head.
+    if (fused_) {
+      backend2_->attention_backward(heads(w.d_ctx, B, T), heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T),
+                                    heads(s.ctx, B, T), s.lse, step.batch->attention_bias, attention_scale(),
+                                    attention_dropout(step), dropout_key(step), 0, heads(w.d_q, B, T),
+                                    heads(w.d_k, B, T), heads(w.d_v, B, T), w.delta);
+    } else {
+      attention_unfused_backward(step, s, w, B, T);
+    }
+
+    // q, k, v = x·Wᵀ + b: weight/bias gradients and dx (plus the residual path from x1).
+    const Tensor input_c = reduced() ? s.x_c : input_;
+    linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), input_c, q_weight_, grad(q_bias_), dx, 0.0f);
+    linear_backward(w.d_k, to_compute(w.d_k, w.d_dense_c), input_c, k_weight_, grad(k_bias_), dx, 1.0f);
+    linear_backward(w.d_v, to_compute(w.d_v, w.d_dense_c), input_c, v_weight_, grad(v_bias_), dx, 1.0f);
+    be().axpby(1.0f, w.d_res, 1.0f, dx);
+  }
+
+ private:
+  /// probs = softmax(q·kᵀ·scale + mask) (saved), ctx = dropout(probs)·v, through the [B, nh, T, T] scratch.
+  void attention_unfused_forward(const loom::StepArgs& step, const Saved& s, const ForwardScratch& w,
+                                 int64_t B, int64_t T) const {
+    be().gemm(heads(s.q, B, T), false, heads(s.k, B, T), true, w.scores, 1.0f, 0.0f);
+    be().softmax_forward(w.scores, step.batch->attention_bias, attention_scale(), s.probs);
+    const float p_attention = config_.attention_probs_dropout_prob;
+    const Tensor probs_used = dropout_active(step, p_attention) ? w.probs_dropped : s.probs;
+    dropout_forward(step, s.probs, probs_used, p_attention, 0);
+    be().gemm(probs_used, false, heads(s.v, B, T), false, heads(s.ctx, B, T), 1.0f, 0.0f);
+  }
+
+  /// d_q, d_k, d_v from d_ctx through the saved probs (ctx = dropout(probs)·v per head).
+  void attention_unfused_backward(const loom::StepArgs& step, const Saved& s,
+                                  const BackwardScratch& w, int64_t B, int64_t T) const {
     const float p_attention = config_.attention_probs_dropout_prob;
     const Tensor d_ctx_c = heads(to_compute(w.d_ctx, w.d_ctx_c), B, T);
     be().gemm(d_ctx_c, false, heads(s.v, B, T), true, w.d_scores, 1.0f, 0.0f);
@@ -120,26 +175,12 @@ class EncoderLayer final : public BertBlock {
     const Tensor d_scores_c = to_compute(w.d_scores, w.d_scores_c);
     be().gemm(d_scores_c, false, heads(s.k, B, T), false, heads(w.d_q, B, T), 1.0f, 0.0f);
     be().gemm(d_scores_c, true, heads(s.q, B, T), false, heads(w.d_k, B, T), 1.0f, 0.0f);
-
-    // q, k, v = x·Wᵀ + b: weight/bias gradients and dx (plus the residual path from x1).
-    const Tensor input_c = reduced() ? s.x_c : input_;
-    linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), input_c, q_weight_, grad(q_bias_), dx, 0.0f);
-    linear_backward(w.d_k, to_compute(w.d_k, w.d_dense_c), input_c, k_weight_, grad(k_bias_), dx, 1.0f);
-    linear_backward(w.d_v, to_compute(w.d_v, w.d_dense_c), input_c, v_weight_, grad(v_bias_), dx, 1.0f);
-    be().axpby(1.0f, w.d_res, 1.0f, dx);
   }
 
- private:
-  struct Saved {
-    Tensor x_c, q, k, v, probs, ctx, x1, mean1, rstd1, h1, h1_c, u, g, x2, mean2, rstd2;
-  };
-  struct ForwardScratch {
-    Tensor tmp, scores, probs_dropped;
-  };
-  struct BackwardScratch {
-    Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped,
-        d_q, d_k, d_v;
-  };
+  /// The attention-probability dropout of this step (0 when not training).
+  float attention_dropout(const loom::StepArgs& step) const {
+    return dropout_active(step, config_.attention_probs_dropout_prob) ? config_.attention_probs_dropout_prob : 0.0f;
+  }
 
   Saved carve_saved(RegionCarver& r, int64_t B, int64_t T) const {
     const int64_t N = B * T, H = config_.hidden_size, I = config_.intermediate_size,
@@ -150,7 +191,10 @@ class EncoderLayer final : public BertBlock {
     s.q = r.take(c, {N, H});
     s.k = r.take(c, {N, H});
     s.v = r.take(c, {N, H});
-    s.probs = r.take(c, {B, heads, T, T});
+    if (fused_)
+      s.lse = r.take(DType::f32, {B, heads, T});
+    else
+      s.probs = r.take(c, {B, heads, T, T});
     s.ctx = r.take(c, {N, H});
     s.x1 = r.take(DType::f32, {N, H});
     s.mean1 = r.take(DType::f32, {N});
@@ -168,8 +212,10 @@ class EncoderLayer final : public BertBlock {
     const int64_t N = B * T, H = config_.hidden_size, heads = config_.num_attention_heads;
     ForwardScratch w;
     w.tmp = r.take(DType::f32, {N, H});
-    w.scores = r.take(DType::f32, {B, heads, T, T});
-    w.probs_dropped = r.take(compute_, {B, heads, T, T});
+    if (!fused_) {
+      w.scores = r.take(DType::f32, {B, heads, T, T});
+      w.probs_dropped = r.take(compute_, {B, heads, T, T});
+    }
     return w;
   }
   BackwardScratch carve_backward_scratch(RegionCarver& r, int64_t B, int64_t T) const {
@@ -182,10 +228,14 @@ class EncoderLayer final : public BertBlock {
     w.d_wide = r.take(DType::f32, {N, I});
     w.d_wide_c = r.take_compute_copy(compute_, {N, I});
     w.d_ctx = r.take(DType::f32, {N, H});
-    w.d_ctx_c = r.take_compute_copy(compute_, {N, H});
-    w.d_scores = r.take(DType::f32, {B, heads, T, T});
-    w.d_scores_c = r.take_compute_copy(compute_, {B, heads, T, T});
-    w.probs_dropped = r.take(compute_, {B, heads, T, T});
+    if (fused_) {
+      w.delta = r.take(DType::f32, {B, heads, T});
+    } else {
+      w.d_ctx_c = r.take_compute_copy(compute_, {N, H});
+      w.d_scores = r.take(DType::f32, {B, heads, T, T});
+      w.d_scores_c = r.take_compute_copy(compute_, {B, heads, T, T});
+      w.probs_dropped = r.take(compute_, {B, heads, T, T});
+    }
     w.d_q = r.take(DType::f32, {N, H});
     w.d_k = r.take(DType::f32, {N, H});
     w.d_v = r.take(DType::f32, {N, H});
@@ -231,7 +281,8 @@ class EncoderLayer final : public BertBlock {
     ln2_beta_ = params_.bias("output.LayerNorm.bias", H);
   }
 
-  Tensor input_;  // forward's input, [N, H]
+  Tensor input_;        // forward's input, [N, H]
+  bool fused_ = false;  // attention through Backend2's fused op (decided at setup)
   size_t q_weight_ = 0, q_bias_ = 0, k_weight_ = 0, k_bias_ = 0, v_weight_ = 0, v_bias_ = 0, out_weight_ = 0,
          out_bias_ = 0, ln1_gamma_ = 0, ln1_beta_ = 0, ffn_in_weight_ = 0, ffn_in_bias_ = 0,
          ffn_out_weight_ = 0, ffn_out_bias_ = 0, ln2_gamma_ = 0, ln2_beta_ = 0;

@@ -23,17 +23,19 @@ const PluginRegistry& registry() {
   return instance;
 }
 
-loom::Backend& cpu_backend(int threads) {
-  static std::map<int, Component<loom::Backend>> backends;
-  auto it = backends.find(threads);
+loom::Backend& cpu_backend(int threads, bool fused_attention) {
+  static std::map<std::pair<int, bool>, Component<loom::Backend>> backends;
+  const std::pair<int, bool> key{threads, fused_attention};
+  auto it = backends.find(key);
   if (it == backends.end()) {
     const auto* entry = registry().find(LOOM_KIND_BACKEND, "cpu");
     if (entry == nullptr) throw std::runtime_error("backend/cpu not found in " LOOM_PLUGIN_DIR);
     ComponentConfig config;
     config.table_name = "backend";
-    config.toml = "threads = " + std::to_string(threads) + "\n";
+    config.toml = "threads = " + std::to_string(threads) + "\nfused_attention = " +
+                  (fused_attention ? "true" : "false") + "\n";
     config.table_origin = "test";
-    it = backends.emplace(threads, registry().create<loom::Backend>(*entry, config, false)).first;
+    it = backends.emplace(key, registry().create<loom::Backend>(*entry, config, false)).first;
   }
   return *it->second.get();
 }
@@ -89,14 +91,14 @@ loom::host::HostBatch SmallBatch::view() const {
 }
 
 BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
-                           const SmallBatch& batch)
-    : config_(config), compute_(compute), backend_(cpu_backend()) {
+                           const SmallBatch& batch, bool fused_attention)
+    : config_(config), compute_(compute), backend_(cpu_backend(1, fused_attention)) {
   const auto* entry = registry().find(LOOM_KIND_BLOCK, component);
   if (entry == nullptr) throw std::runtime_error("block/" + component + " not found");
   ComponentConfig options;
   options.table_name = "model";
   block_ = registry().create<loom::Block>(*entry, options, false);
-  const loom::BlockSetup setup{&config_, &backend_, compute, 0};
+  const loom::BlockSetup setup{&config_, &backend_, compute, 0, registry().backend2(backend_)};
   block().setup(setup);
   std::vector<loom::ParameterView> views;
   for (size_t i = 0; i < block().parameter_count(); ++i) {

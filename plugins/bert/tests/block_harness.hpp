@@ -21,8 +21,8 @@ namespace loom_bert_test {
 
 /// The plugin registry over the build's plugin directory (backend/cpu and the bert blocks).
 const loom::host::PluginRegistry& registry();
-/// backend/cpu with `threads` threads (created once per thread count).
-loom::Backend& cpu_backend(int threads = 1);
+/// backend/cpu with `threads` threads and its `fused_attention` option (created once per pair).
+loom::Backend& cpu_backend(int threads = 1, bool fused_attention = false);
 
 /// A small config: hidden 24, 3 heads, intermediate 37, vocab 53 (padded to 56), 16 positions.
 loom::ModelConfig small_config(loom::GeluKind gelu = loom::GeluKind::erf);
@@ -37,8 +37,9 @@ SmallBatch small_batch(const loom::ModelConfig& config);
 
 class BlockHarness {
  public:
+  /// `fused_attention`: the backend's fused attention op serves the encoder layer (Backend2).
   BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
-               const SmallBatch& batch);
+               const SmallBatch& batch, bool fused_attention = false);
 
   loom::Block& block() const { return *block_.get(); }
   size_t parameter_count() const { return specs_.size(); }

@@ -44,6 +44,8 @@ class Model {
   const loom::ModelConfig& config() const { return config_; }
   loom::DType compute_dtype() const { return compute_dtype_; }
   const ParameterTable& parameters() const { return table_; }
+  /// The backend the buffers live on.
+  loom::Backend& backend() const { return backend_; }
   /// Flat f32 master weights, [total_elements].
   loom::Tensor master() const;
   /// Flat f32 gradients, [total_elements].
@@ -81,8 +83,9 @@ class Model {
   /// an undefined view when no block has it.
   loom::Tensor output(const std::string& name) const;
 
-  /// Every parameter with its master storage (host-addressable backends only; for checkpoints).
-  std::vector<CheckpointTensor> checkpoint_tensors() const;
+  /// Every parameter as a view into `host_master`, a HOST array of total_elements() floats in the
+  /// master layout (for checkpoints; HostMirror of master() gives one on any backend).
+  std::vector<CheckpointTensor> checkpoint_tensors(float* host_master) const;
   /// Every tie as (alias, target).
   std::vector<CheckpointAlias> checkpoint_aliases() const;
 

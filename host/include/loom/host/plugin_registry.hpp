@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@
 #include "loom/host/component_config.hpp"
 #include "loom/host/plugin_library.hpp"
 #include "loom/host/plugin_search_path.hpp"
+#include "loom/sdk/backend.hpp"
+#include "loom/sdk/backend2.hpp"
 
 namespace loom::host {
 
@@ -52,6 +55,11 @@ class PluginRegistry {
   /// Names (without kind) of every available component of a kind, sorted.
   std::vector<std::string> names_of_kind(uint32_t kind) const;
 
+  /// `backend` as interface version 2 (fused attention) when this registry created it from a
+  /// component implementing that version; nullptr otherwise (version 1, or a backend constructed
+  /// outside the registry, as tests do).
+  loom::Backend2* backend2(const loom::Backend& backend) const;
+
   /// Creates a component; option problems throw RecipeError, other failures PluginError.
   template <typename Interface>
   Component<Interface> create(const ComponentEntry& entry, const ComponentConfig& config,
@@ -68,6 +76,9 @@ class PluginRegistry {
 
   std::vector<std::shared_ptr<PluginLibrary>> plugins_;
   std::vector<ComponentEntry> components_;
+  /// Backends created from components of interface version 2 (see backend2()).
+  mutable std::mutex backends2_mutex_;
+  mutable std::vector<std::weak_ptr<void>> backends2_;
   std::vector<RefusedPlugin> refused_;
   std::vector<ComponentConflict> conflicts_;
   std::vector<std::string> searched_;

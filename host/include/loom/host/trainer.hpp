@@ -10,6 +10,11 @@
 //              and return normally; RunControl commands (the metrics stream of [metrics] listen,
 //              loom-dash) are taken at step boundaries.
 //
+// Device backends (memory the host cannot dereference): the all-reduce, the non-finite check and
+// the optimizer run on host copies of the gradients and master weights — one gradient download
+// after backward, one weight upload after the optimizer (host_mirror.hpp,
+// docs/decisions/device-memory-host-paths.md); on the CPU those copies are the buffers themselves.
+//
 // Ownership: the caller holds the run directory (RunDirectoryLock; `loom run` takes it before
 // constructing the trainer, rank 0 only under MPI). The trainer then removes checkpoints a killed
 // run left half-written and continues metrics.jsonl from the start step.

@@ -40,7 +40,8 @@
 
 LOOM_SDK_NAMESPACE_BEGIN
 
-class Backend;  // loom/sdk/backend.hpp
+class Backend;   // loom/sdk/backend.hpp
+class Backend2;  // loom/sdk/backend2.hpp
 
 /// How a parameter starts before any checkpoint is loaded (Hugging Face `_init_weights`).
 enum class ParameterInit : int32_t {
@@ -96,6 +97,9 @@ struct BlockSetup {
   Backend* backend;           ///< runs every op; owned by the host
   DType compute_dtype;        ///< f32, bf16 or f16 (GEMM operand dtype)
   int32_t index;              ///< position in the model's block list (keys its dropout streams)
+  /// `backend` seen as interface version 2 (fused attention) when it implements it, else nullptr.
+  /// Added in SDK 0.2 (ABI minor 2); a block built against 0.1 never reads it.
+  Backend2* backend2;
 };
 
 /// One batch as blocks see it: device tensors, row-major, i32 unless stated. Absent inputs are

@@ -1,0 +1,256 @@
+// Fused attention (Backend2), the reference implementation: softmax(scale·q·kᵀ + key mask) with
+// dropout, times v, one query row at a time, never storing the [B, H, T, T] matrix.
+//
+// It is what the GPU kernels and the unfused encoder path are tested against, so it favours
+// plain loops over speed: every dot product in f32, in key order. Forward rows run in parallel
+// (each row owns its outputs). Backward runs one (batch, head) per task so the key-side
+// gradients dk, dv are summed over query rows in a fixed order: results never depend on the
+// thread count.
+#include <cmath>
+#include <vector>
+
+#include "argument_checks.hpp"
+#include "cpu_backend.hpp"
+#include "float_storage.hpp"
+#include "loom/sdk/philox.hpp"
+
+namespace loom_cpu {
+namespace {
+
+/// Extents and element strides of the [B, H, T, d] views of one attention call.
+struct Heads {
+  int64_t B, H, T, d;
+};
+
+/// Element offset of row (b, h, i) of a [B, H, T, d] view (last stride 1).
+int64_t row_offset(const loom::Tensor& t, int64_t b, int64_t h, int64_t i) {
+  return b * t.strides[0] + h * t.strides[1] + i * t.strides[2];
+}
+
+/// True when every key of batch row b is masked (the row softmax is then uniform, as in the
+/// unfused path where scale·s + kMaskedKey rounds to kMaskedKey for every key).
+std::vector<char> all_keys_masked(const float* mask, int64_t B, int64_t T) {
+  std::vector<char> out(static_cast<size_t>(B), 0);
+  if (mask == nullptr) return out;
+  for (int64_t b = 0; b < B; ++b) {
+    bool all = true;
+    for (int64_t j = 0; j < T && all; ++j) all = mask[b * T + j] <= 0.5f * loom::kMaskedKey;
+    out[static_cast<size_t>(b)] = all ? 1 : 0;
+  }
+  return out;
+}
+
+/// The dropout factor of probability (b, h, i, j): 0 when dropped, 1/(1 − p) when kept, 1 for p = 0.
+struct DropoutMask {
+  float p;
+  uint64_t seed, offset;
+  uint32_t threshold;
+  float keep_scale;
+  DropoutMask(float p_, uint64_t seed_, uint64_t offset_)
+      : p(p_), seed(seed_), offset(offset_), threshold(loom::dropout_threshold(p_)), keep_scale(1.0f / (1.0f - p_)) {}
+  /// Factors of row `row` = (b·H + h)·T + i for keys [0, T) into `z`.
+  void row(int64_t row, int64_t T, float* z) const {
+    if (p == 0.0f) {
+      for (int64_t j = 0; j < T; ++j) z[j] = 1.0f;
+      return;
+    }
+    const uint64_t first = offset + static_cast<uint64_t>(row * T);
+    for (int64_t j = 0; j < T; ++j)
+      z[j] = loom::philox_word(seed, first + static_cast<uint64_t>(j)) >= threshold ? keep_scale : 0.0f;
+  }
+};
+
+template <typename S>
+float dot(const S* a, const S* b, int64_t d) {
+  float sum = 0.0f;
+  for (int64_t c = 0; c < d; ++c) sum += load(a, c) * load(b, c);
+  return sum;
+}
+
+/// Row scores s[j] = scale·q_i·k_j + mask[j] into `s`.
+template <typename S>
+void row_scores(const S* q_row, const S* k, const loom::Tensor& kt, int64_t b, int64_t h, const float* mask_row,
+                float scale, const Heads& n, float* s) {
+  for (int64_t j = 0; j < n.T; ++j)
+    s[j] = scale * dot(q_row, k + row_offset(kt, b, h, j), n.d) + (mask_row != nullptr ? mask_row[j] : 0.0f);
+}
+
+template <typename S>
+void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask, float scale,
+                  const DropoutMask& dropout, const loom::Tensor& ctx, float* lse, const Heads& n, int threads) {
+  const S* qp = static_cast<const S*>(q.data);
+  const S* kp = static_cast<const S*>(k.data);
+  const S* vp = static_cast<const S*>(v.data);
+  S* cp = static_cast<S*>(ctx.data);
+  const std::vector<char> uniform = all_keys_masked(mask, n.B, n.T);
+  const int64_t rows = n.B * n.H * n.T;
+#pragma omp parallel num_threads(threads) if (rows * n.T * n.d > kParallelMinElements)
+  {
+    std::vector<float> s(static_cast<size_t>(n.T)), z(static_cast<size_t>(n.T)), out(static_cast<size_t>(n.d));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t b = r / (n.H * n.T), h = (r / n.T) % n.H, i = r % n.T;
+      row_scores(qp + row_offset(q, b, h, i), kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale, n,
+                 s.data());
+      float max = -INFINITY;
+      for (int64_t j = 0; j < n.T; ++j) max = std::fmax(max, s[j]);
+      float sum = 0.0f;
+      for (int64_t j = 0; j < n.T; ++j) sum += std::exp(s[j] - max);
+      lse[r] = max + std::log(sum);
+      dropout.row(r, n.T, z.data());
+      for (int64_t c = 0; c < n.d; ++c) out[static_cast<size_t>(c)] = 0.0f;
+      for (int64_t j = 0; j < n.T; ++j) {
+        const float prob = uniform[static_cast<size_t>(b)] ? 1.0f / static_cast<float>(n.T)
+                                                           : std::exp(s[j] - max) / sum;
+        const float weight = prob * z[j];
+        if (weight == 0.0f) continue;
+        const S* v_row = vp + row_offset(v, b, h, j);
+        for (int64_t c = 0; c < n.d; ++c) out[static_cast<size_t>(c)] += weight * load(v_row, c);
+      }
+      S* ctx_row = cp + row_offset(ctx, b, h, i);
+      for (int64_t c = 0; c < n.d; ++c) store(ctx_row, c, out[static_cast<size_t>(c)]);
+    }
+  }
+}
+
+template <typename S, typename SD>
+void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                    const loom::Tensor& ctx, const float* lse, const float* mask, float scale,
+                    const DropoutMask& dropout, const loom::Tensor& dq, const loom::Tensor& dk,
+                    const loom::Tensor& dv, float* delta, const Heads& n, int threads) {
+  const SD* dcp = static_cast<const SD*>(d_ctx.data);
+  const S* qp = static_cast<const S*>(q.data);
+  const S* kp = static_cast<const S*>(k.data);
+  const S* vp = static_cast<const S*>(v.data);
+  const S* cp = static_cast<const S*>(ctx.data);
+  float* dqp = static_cast<float*>(dq.data);
+  float* dkp = static_cast<float*>(dk.data);
+  float* dvp = static_cast<float*>(dv.data);
+  const std::vector<char> uniform = all_keys_masked(mask, n.B, n.T);
+  const int64_t pairs = n.B * n.H;
+#pragma omp parallel num_threads(threads) if (pairs > 1 && pairs * n.T * n.T * n.d > kParallelMinElements)
+  {
+    std::vector<float> s(static_cast<size_t>(n.T)), z(static_cast<size_t>(n.T)), ds(static_cast<size_t>(n.T));
+#pragma omp for schedule(static)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t b = pair / n.H, h = pair % n.H;
+      for (int64_t j = 0; j < n.T; ++j)
+        for (int64_t c = 0; c < n.d; ++c) {
+          dkp[row_offset(dk, b, h, j) + c] = 0.0f;
+          dvp[row_offset(dv, b, h, j) + c] = 0.0f;
+        }
+      for (int64_t i = 0; i < n.T; ++i) {
+        const int64_t r = pair * n.T + i;
+        const SD* dc_row = dcp + row_offset(d_ctx, b, h, i);
+        const S* q_row = qp + row_offset(q, b, h, i);
+        const S* c_row = cp + row_offset(ctx, b, h, i);
+        float row_delta = 0.0f;
+        for (int64_t c = 0; c < n.d; ++c) row_delta += load(dc_row, c) * load(c_row, c);
+        delta[r] = row_delta;
+        row_scores(q_row, kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale, n, s.data());
+        dropout.row(r, n.T, z.data());
+        for (int64_t j = 0; j < n.T; ++j) {
+          const float prob = uniform[static_cast<size_t>(b)] ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - lse[r]);
+          const S* v_row = vp + row_offset(v, b, h, j);
+          float dprob = 0.0f;
+          for (int64_t c = 0; c < n.d; ++c) dprob += load(dc_row, c) * load(v_row, c);
+          ds[static_cast<size_t>(j)] = prob * (dprob * z[j] - row_delta);
+          float* dv_row = dvp + row_offset(dv, b, h, j);
+          const float weight = prob * z[j];
+          for (int64_t c = 0; c < n.d; ++c) dv_row[c] += weight * load(dc_row, c);
+        }
+        float* dq_row = dqp + row_offset(dq, b, h, i);
+        for (int64_t c = 0; c < n.d; ++c) dq_row[c] = 0.0f;
+        for (int64_t j = 0; j < n.T; ++j) {
+          const float g = scale * ds[static_cast<size_t>(j)];
+          const S* k_row = kp + row_offset(k, b, h, j);
+          float* dk_row = dkp + row_offset(dk, b, h, j);
+          for (int64_t c = 0; c < n.d; ++c) {
+            dq_row[c] += g * load(k_row, c);
+            dk_row[c] += g * load(q_row, c);
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Checks a [B, H, T, d] head view: 4 dimensions, last stride 1, extents `n`.
+void check_heads(const ArgumentChecks& check, const char* name, const loom::Tensor& t, const Heads& n) {
+  if (!t.defined()) check.fail(std::string(name) + " is absent");
+  if (t.device.type != loom::DeviceType::cpu) check.fail(std::string(name) + " is not in CPU memory");
+  check.shape(name, t, {n.B, n.H, n.T, n.d});
+  if (t.strides[3] != 1) check.fail(std::string(name) + " " + t.describe() + " needs its last stride to be 1");
+}
+
+/// Extents from q, and the checks every attention call shares.
+Heads check_common(const ArgumentChecks& check, const loom::Tensor& q, const loom::Tensor& k,
+                   const loom::Tensor& v, const loom::Tensor& key_mask, const loom::Tensor& lse, float p) {
+  if (q.ndim != 4) check.fail("q " + q.describe() + " must be [B, H, T, d]");
+  const Heads n{q.shape[0], q.shape[1], q.shape[2], q.shape[3]};
+  check_heads(check, "q", q, n);
+  check_heads(check, "k", k, n);
+  check_heads(check, "v", v, n);
+  check.require(k.dtype == q.dtype && v.dtype == q.dtype, "q, k and v must share one dtype");
+  if (check.optional("key_mask", key_mask, {DType::f32})) check.shape("key_mask", key_mask, {n.B, n.T});
+  check.tensor("lse", lse, {DType::f32});
+  check.shape("lse", lse, {n.B, n.H, n.T});
+  check.require(p >= 0.0f && p < 1.0f, "dropout probability " + std::to_string(p) + " is outside [0, 1)");
+  return n;
+}
+
+}  // namespace
+
+bool CpuBackend::fused_attention(int64_t head_dim, int64_t max_seq) const {
+  return fused_attention_ && head_dim > 0 && max_seq > 0;
+}
+
+void CpuBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                                   const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
+                                   uint64_t offset, const loom::Tensor& ctx, const loom::Tensor& lse) {
+  const ArgumentChecks check("attention_forward");
+  const Heads n = check_common(check, q, k, v, key_mask, lse, p);
+  check_heads(check, "ctx", ctx, n);
+  check.require(ctx.dtype == q.dtype, "ctx must have q's dtype");
+  const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
+  const DropoutMask dropout(p, seed, offset);
+  with_float_storage(q.dtype, "attention_forward", [&](auto s) {
+    using S = decltype(s);
+    forward_rows<S>(q, k, v, mask, scale, dropout, ctx, lse.data_as<float>(), n, threads_);
+  });
+}
+
+void CpuBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                                    const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& lse,
+                                    const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
+                                    uint64_t offset, const loom::Tensor& dq, const loom::Tensor& dk,
+                                    const loom::Tensor& dv, const loom::Tensor& delta) {
+  const ArgumentChecks check("attention_backward");
+  const Heads n = check_common(check, q, k, v, key_mask, lse, p);
+  check_heads(check, "ctx", ctx, n);
+  check_heads(check, "d_ctx", d_ctx, n);
+  check.require(ctx.dtype == q.dtype, "ctx must have q's dtype");
+  check.require(d_ctx.dtype == DType::f32 || d_ctx.dtype == q.dtype, "d_ctx must be f32 or q's dtype");
+  for (const auto& [name, t] : {std::pair<const char*, const loom::Tensor&>{"dq", dq}, {"dk", dk}, {"dv", dv}}) {
+    check_heads(check, name, t, n);
+    check.require(t.dtype == DType::f32, std::string(name) + " must be f32");
+  }
+  check.tensor("delta", delta, {DType::f32});
+  check.shape("delta", delta, {n.B, n.H, n.T});
+  const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
+  const DropoutMask dropout(p, seed, offset);
+  with_float_storage(q.dtype, "attention_backward", [&](auto s) {
+    using S = decltype(s);
+    auto run = [&](auto sd) {
+      using SD = decltype(sd);
+      backward_heads<S, SD>(d_ctx, q, k, v, ctx, lse.data_as<float>(), mask, scale, dropout, dq, dk, dv,
+                            delta.data_as<float>(), n, threads_);
+    };
+    if (d_ctx.dtype == DType::f32)
+      run(float{});
+    else
+      run(S{});
+  });
+}
+
+}  // namespace loom_cpu

@@ -1,0 +1,335 @@
+// bias_add, bias_grad, fused bias + GELU (erf and tanh forms) forward/backward, tanh, add and
+// axpby: the memory-bound elementwise glue between GEMMs.
+//
+// Elementwise kernels are grid-stride loops over the dense views. The bias gradients (bias_grad
+// and GELU's dbias) are deterministic column sums (column_sums.cuh), never float atomics.
+#include <cmath>
+
+#include "column_sums.cuh"
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "float_storage.cuh"
+
+namespace loom_cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr float kSqrtHalf = 0.70710678118654752f;     // 1/√2
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;   // 1/√(2π)
+constexpr float kSqrt2OverPi = 0.79788456080286536f;  // √(2/π)
+constexpr float kCubic = 0.044715f;
+
+#define LOOM_GRID_STRIDE(i, n)                                              \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
+       i += int64_t{gridDim.x} * blockDim.x)
+
+/// x[r, c] += bias[(r mod P), c]: the element index e = r·C + c, so the bias row is (e / C) mod P.
+__global__ void bias_add_kernel(float* x, const float* bias, int64_t n, int64_t cols, int64_t period) {
+  LOOM_GRID_STRIDE(e, n) {
+    const int64_t row = e / cols, col = e - row * cols;
+    x[e] += bias[(row % period) * cols + col];
+  }
+}
+
+/// bias_add four columns at a time: C % 4 == 0 and both views 16-byte aligned.
+__global__ void bias_add_vector_kernel(float4* x, const float4* bias, int64_t n4, int64_t cols4,
+                                       int64_t period) {
+  LOOM_GRID_STRIDE(e, n4) {
+    const int64_t row = e / cols4, col = e - row * cols4;
+    const float4 b = bias[(row % period) * cols4 + col];
+    float4 v = x[e];
+    v.x += b.x;
+    v.y += b.y;
+    v.z += b.z;
+    v.w += b.w;
+    x[e] = v;
+  }
+}
+
+__device__ __forceinline__ float gelu(float v, bool erf_form) {
+  return erf_form ? 0.5f * v * (1.0f + erff(v * kSqrtHalf))
+                  : 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kCubic * v * v * v)));
+}
+
+__device__ __forceinline__ float gelu_derivative(float v, bool erf_form) {
+  if (erf_form) {
+    const float cdf = 0.5f * (1.0f + erff(v * kSqrtHalf));
+    const float pdf = kInvSqrt2Pi * expf(-0.5f * v * v);
+    return cdf + v * pdf;
+  }
+  const float t = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
+  const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
+  return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
+}
+
+/// y = gelu(x + bias); bias may be null. y may alias x (each element read before written).
+template <typename SX, typename SY>
+__global__ void bias_gelu_forward_kernel(const SX* x, const float* bias, SY* y, int64_t n, int64_t cols,
+                                         bool erf_form) {
+  LOOM_GRID_STRIDE(e, n) {
+    const float v = load(x, e) + (bias != nullptr ? bias[e % cols] : 0.0f);
+    store(y, e, gelu(v, erf_form));
+  }
+}
+
+/// dx = dy ⊙ gelu'(x + bias); dx may alias dy.
+template <typename SX>
+__global__ void bias_gelu_backward_kernel(const float* dy, const SX* x, const float* bias, float* dx,
+                                          int64_t n, int64_t cols, bool erf_form) {
+  LOOM_GRID_STRIDE(e, n) {
+    const float v = load(x, e) + (bias != nullptr ? bias[e % cols] : 0.0f);
+    dx[e] = dy[e] * gelu_derivative(v, erf_form);
+  }
+}
+
+__global__ void tanh_forward_kernel(const float* x, float* y, int64_t n) {
+  LOOM_GRID_STRIDE(i, n) {
+    y[i] = tanhf(x[i]);
+  }
+}
+
+__global__ void tanh_backward_kernel(const float* dy, const float* y, float* dx, int64_t n) {
+  LOOM_GRID_STRIDE(i, n) {
+    const float t = y[i];
+    dx[i] = dy[i] * (1.0f - t * t);
+  }
+}
+
+/// f32 residual add four elements at a time (16-byte aligned views; the tail goes to add_kernel).
+__global__ void add_vector_kernel(const float4* a, const float4* b, float4* out, int64_t n4) {
+  LOOM_GRID_STRIDE(i, n4) {
+    const float4 x = a[i], y = b[i];
+    out[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+  }
+}
+
+template <typename A, typename B, typename O>
+__global__ void add_kernel(const A* a, const B* b, O* out, int64_t n) {
+  LOOM_GRID_STRIDE(i, n) {
+    store(out, i, load(a, i) + load(b, i));
+  }
+}
+
+/// y = alpha·x + beta·y, four elements per thread when both views are 16-byte aligned.
+__global__ void axpby_vector_kernel(float alpha, const float4* x, float beta, float4* y, int64_t n4,
+                                    bool read_y) {
+  LOOM_GRID_STRIDE(i, n4) {
+    const float4 xv = x[i];
+    float4 out = make_float4(alpha * xv.x, alpha * xv.y, alpha * xv.z, alpha * xv.w);
+    if (read_y) {
+      const float4 yv = y[i];
+      out = make_float4(out.x + beta * yv.x, out.y + beta * yv.y, out.z + beta * yv.z, out.w + beta * yv.w);
+    }
+    y[i] = out;
+  }
+}
+
+__global__ void axpby_kernel(float alpha, const float* x, float beta, float* y, int64_t begin, int64_t n,
+                             bool read_y) {
+  for (int64_t i = begin + blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = read_y ? alpha * x[i] + beta * y[i] : alpha * x[i];
+}
+
+#undef LOOM_GRID_STRIDE
+
+bool is_aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+/// P of a bias view [C] (1) or [P, C], checked against the rows and columns (as backend/cpu).
+int64_t bias_period(const CudaArgumentChecks& check, const char* name, const loom::Tensor& bias, int64_t rows,
+                    int64_t cols) {
+  check.require(bias.ndim == 1 || bias.ndim == 2,
+                std::string(name) + " " + bias.describe() + " must be [C] or [P, C]");
+  check.require(bias.shape[bias.ndim - 1] == cols, std::string(name) + " " + bias.describe() + " must have " +
+                                                       std::to_string(cols) + " columns");
+  const int64_t period = bias.ndim == 1 ? 1 : bias.shape[0];
+  check.require(period > 0 && rows % period == 0, std::string(name) + " " + bias.describe() + ": " +
+                                                      std::to_string(rows) + " rows are not a multiple of " +
+                                                      std::to_string(period));
+  check.require(period <= 65535, std::string(name) + " " + bias.describe() + ": at most 65535 rows");
+  return period;
+}
+
+}  // namespace
+
+void CudaBackend::bias_add(const loom::Tensor& x, const loom::Tensor& bias) {
+  const auto check = checks("bias_add");
+  check.tensor("x", x, {DType::f32});
+  check.tensor("bias", bias, {DType::f32});
+  const int64_t cols = check.columns("x", x);
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  const int64_t period = bias_period(check, "bias", bias, rows, cols);
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  if (cols % 4 == 0 && is_aligned16(x.data) && is_aligned16(bias.data))
+    bias_add_vector_kernel<<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
+        static_cast<float4*>(x.data), static_cast<const float4*>(bias.data), n / 4, cols / 4, period);
+  else
+    bias_add_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+        static_cast<float*>(x.data), static_cast<const float*>(bias.data), n, cols, period);
+  check_launch("bias_add");
+}
+
+void CudaBackend::bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) {
+  const auto check = checks("bias_grad");
+  check.tensor("dy", dy, {DType::f32});
+  check.tensor("dbias", dbias, {DType::f32});
+  const int64_t cols = check.columns("dy", dy);
+  const int64_t rows = cols == 0 ? 0 : dy.numel() / cols;
+  const int64_t period = bias_period(check, "dbias", dbias, rows, cols);
+  if (rows == 0 || cols == 0) return;
+  const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, period);
+  float* partial = static_cast<float*>(scratch(plan.scratch_floats(1) * sizeof(float)));
+  float* const out[1] = {static_cast<float*>(dbias.data)};
+  accumulate_column_sums<1>(DenseColumnTerm{static_cast<const float*>(dy.data), cols}, plan, partial, out,
+                            stream_);
+  check_launch("bias_grad");
+}
+
+void CudaBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
+                                    loom::Gelu variant) {
+  const auto check = checks("bias_gelu_forward");
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
+  check.same_shape("x", x, "y", y);
+  const int64_t cols = check.columns("x", x);
+  if (check.optional("bias", bias, {DType::f32})) check.shape("bias", bias, {cols});
+  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+  with_float_type(x.dtype, "bias_gelu_forward", [&](auto xs) {
+    with_float_type(y.dtype, "bias_gelu_forward", [&](auto ys) {
+      using SX = decltype(xs);
+      using SY = decltype(ys);
+      bias_gelu_forward_kernel<SX, SY><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+          static_cast<const SX*>(x.data), b, static_cast<SY*>(y.data), n, cols, variant == loom::Gelu::erf);
+    });
+  });
+  check_launch("bias_gelu_forward");
+}
+
+void CudaBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
+                                     const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) {
+  const auto check = checks("bias_gelu_backward");
+  check.tensor("dy", dy, {DType::f32});
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("dx", dx, {DType::f32});
+  check.same_shape("dy", dy, "x", x);
+  check.same_shape("dy", dy, "dx", dx);
+  const int64_t cols = check.columns("x", x);
+  if (check.optional("bias", bias, {DType::f32})) check.shape("bias", bias, {cols});
+  if (check.optional("dbias", dbias, {DType::f32})) check.shape("dbias", dbias, {cols});
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const int64_t rows = n / cols;
+  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+  with_float_type(x.dtype, "bias_gelu_backward", [&](auto xs) {
+    using SX = decltype(xs);
+    bias_gelu_backward_kernel<SX><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+        static_cast<const float*>(dy.data), static_cast<const SX*>(x.data), b, static_cast<float*>(dx.data),
+        n, cols, variant == loom::Gelu::erf);
+  });
+  check_launch("bias_gelu_backward");
+  if (dbias.defined()) {
+    // dbias = column sums of dx: read back the dx just written (stream order) in fixed order.
+    const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
+    float* partial = static_cast<float*>(scratch(plan.scratch_floats(1) * sizeof(float)));
+    float* const out[1] = {static_cast<float*>(dbias.data)};
+    accumulate_column_sums<1>(DenseColumnTerm{static_cast<const float*>(dx.data), cols}, plan, partial, out,
+                              stream_);
+    check_launch("bias_gelu_backward");
+  }
+}
+
+void CudaBackend::tanh_forward(const loom::Tensor& x, const loom::Tensor& y) {
+  const auto check = checks("tanh_forward");
+  check.tensor("x", x, {DType::f32});
+  check.tensor("y", y, {DType::f32});
+  check.same_shape("x", x, "y", y);
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  tanh_forward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<const float*>(x.data),
+                                                                       static_cast<float*>(y.data), n);
+  check_launch("tanh_forward");
+}
+
+void CudaBackend::tanh_backward(const loom::Tensor& dy, const loom::Tensor& y, const loom::Tensor& dx) {
+  const auto check = checks("tanh_backward");
+  check.tensor("dy", dy, {DType::f32});
+  check.tensor("y", y, {DType::f32});
+  check.tensor("dx", dx, {DType::f32});
+  check.same_shape("dy", dy, "y", y);
+  check.same_shape("dy", dy, "dx", dx);
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  tanh_backward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+      static_cast<const float*>(dy.data), static_cast<const float*>(y.data), static_cast<float*>(dx.data), n);
+  check_launch("tanh_backward");
+}
+
+void CudaBackend::add(const loom::Tensor& a, const loom::Tensor& b, const loom::Tensor& out) {
+  const auto check = checks("add");
+  check.tensor("a", a, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("b", b, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("out", out, {DType::f32, DType::bf16, DType::f16});
+  check.same_shape("a", a, "out", out);
+  check.same_shape("b", b, "out", out);
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  if (a.dtype == DType::f32 && b.dtype == DType::f32 && out.dtype == DType::f32 && is_aligned16(a.data) &&
+      is_aligned16(b.data) && is_aligned16(out.data)) {
+    const int64_t n4 = n / 4, done = n4 * 4;
+    const auto* as = static_cast<const float*>(a.data);
+    const auto* bs = static_cast<const float*>(b.data);
+    auto* os = static_cast<float*>(out.data);
+    if (n4 > 0)
+      add_vector_kernel<<<grid_for(n4, kThreads), kThreads, 0, stream_>>>(reinterpret_cast<const float4*>(as),
+                                                                          reinterpret_cast<const float4*>(bs),
+                                                                          reinterpret_cast<float4*>(os), n4);
+    if (done < n)
+      add_kernel<float, float, float><<<1, kThreads, 0, stream_>>>(as + done, bs + done, os + done, n - done);
+    check_launch("add");
+    return;
+  }
+  with_float_type(a.dtype, "add", [&](auto at) {
+    with_float_type(b.dtype, "add", [&](auto bt) {
+      with_float_type(out.dtype, "add", [&](auto ot) {
+        using A = decltype(at);
+        using B = decltype(bt);
+        using O = decltype(ot);
+        add_kernel<A, B, O><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+            static_cast<const A*>(a.data), static_cast<const B*>(b.data), static_cast<O*>(out.data), n);
+      });
+    });
+  });
+  check_launch("add");
+}
+
+void CudaBackend::axpby(float alpha, const loom::Tensor& x, float beta, const loom::Tensor& y) {
+  const auto check = checks("axpby");
+  check.tensor("x", x, {DType::f32});
+  check.tensor("y", y, {DType::f32});
+  check.same_shape("x", x, "y", y);
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const bool read_y = beta != 0.0f;  // beta = 0 never reads y
+  const auto* xs = static_cast<const float*>(x.data);
+  auto* ys = static_cast<float*>(y.data);
+  int64_t vector_end = 0;
+  if (is_aligned16(xs) && is_aligned16(ys)) {
+    const int64_t n4 = n / 4;
+    vector_end = n4 * 4;
+    if (n4 > 0)
+      axpby_vector_kernel<<<grid_for(n4, kThreads), kThreads, 0, stream_>>>(
+          alpha, reinterpret_cast<const float4*>(xs), beta, reinterpret_cast<float4*>(ys), n4, read_y);
+  }
+  if (vector_end < n)
+    axpby_kernel<<<grid_for(n - vector_end, kThreads), kThreads, 0, stream_>>>(alpha, xs, beta, ys,
+                                                                               vector_end, n, read_y);
+  check_launch("axpby");
+}
+
+}  // namespace loom_cuda

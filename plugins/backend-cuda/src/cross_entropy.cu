@@ -1,0 +1,168 @@
+// Softmax cross-entropy with ignore index over rows, forward and backward in one pass.
+//
+// The targets are copied to the host first (one synchronisation) to validate them — a target
+// outside [0, num_classes) that is not the ignore index is an error, as on the CPU — and to count
+// the R rows taking part, which scales the gradient. Then one block per row: max, first arg-max
+// and Σexp over the class columns by block reductions, then the row's loss and gradient. The mean
+// is a fixed-order f64 reduction of the row losses (one block), so it is deterministic.
+// dlogits may alias logits: every thread reads the target logit before the reductions, whose
+// barriers order all reads of the row before the first write, and each later write is preceded by
+// the same thread's read of that element.
+#include <cmath>
+
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "warp_reductions.cuh"
+
+namespace loom_cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+/// Smallest value over the block (as block_sum in warp_reductions.cuh).
+__device__ __forceinline__ int64_t block_min(int64_t v, int64_t* shared) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const int64_t other = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = other < v ? other : v;
+  }
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : INT64_MAX;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const int64_t other = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = other < v ? other : v;
+  }
+  return v;
+}
+
+template <typename Target>
+__global__ void cross_entropy_rows_kernel(const float* logits, const Target* targets, int64_t width,
+                                          int64_t num_classes, int64_t ignore_index, float row_scale,
+                                          float* dlogits, float* row_loss, int32_t* row_correct,
+                                          float* losses) {
+  __shared__ float float_shared[32];
+  __shared__ int64_t index_shared[32];
+  const int64_t r = blockIdx.x;
+  const float* row = logits + r * width;
+  float* grad = dlogits != nullptr ? dlogits + r * width : nullptr;
+  const int64_t t = static_cast<int64_t>(targets[r]);
+  if (t == ignore_index) {  // the whole block takes this branch
+    if (grad != nullptr)
+      for (int64_t c = threadIdx.x; c < width; c += blockDim.x) grad[c] = 0.0f;
+    if (threadIdx.x == 0) {
+      if (row_loss != nullptr) row_loss[r] = 0.0f;
+      if (row_correct != nullptr) row_correct[r] = 0;
+      losses[r] = 0.0f;
+    }
+    return;
+  }
+  const float target_logit = row[t];
+  float max = -INFINITY;
+  for (int64_t c = threadIdx.x; c < num_classes; c += blockDim.x) max = fmaxf(max, row[c]);
+  max = block_max(max, float_shared);
+  int64_t first = INT64_MAX;  // the first column holding the maximum
+  for (int64_t c = threadIdx.x; c < num_classes; c += blockDim.x)
+    if (row[c] == max && c < first) first = c;
+  const int64_t argmax = block_min(first, index_shared);
+  float sum = 0.0f;
+  for (int64_t c = threadIdx.x; c < num_classes; c += blockDim.x) sum += expf(row[c] - max);
+  sum = block_sum(sum, float_shared);
+  const float loss = logf(sum) - (target_logit - max);
+  if (threadIdx.x == 0) {
+    if (row_loss != nullptr) row_loss[r] = loss;
+    if (row_correct != nullptr) row_correct[r] = argmax == t ? 1 : 0;
+    losses[r] = loss;
+  }
+  if (grad != nullptr) {
+    const float inv_sum = 1.0f / sum;
+    for (int64_t c = threadIdx.x; c < width; c += blockDim.x) {
+      float g = 0.0f;
+      if (c < num_classes) {
+        g = row_scale * expf(row[c] - max) * inv_sum;
+        if (c == t) g -= row_scale;
+      }
+      grad[c] = g;
+    }
+  }
+}
+
+/// mean_loss[0] = Σ losses / counted, summed in f64 by one block in a fixed order.
+__global__ void mean_loss_kernel(const float* losses, int64_t rows, int64_t counted, float* mean_loss) {
+  __shared__ double shared[32];
+  double sum = 0.0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) sum += static_cast<double>(losses[r]);
+  sum = block_sum(sum, shared);
+  if (threadIdx.x == 0)
+    mean_loss[0] = counted > 0 ? static_cast<float>(sum / static_cast<double>(counted)) : 0.0f;
+}
+
+}  // namespace
+
+void CudaBackend::cross_entropy(const loom::Tensor& logits, const loom::Tensor& targets, int64_t num_classes,
+                                int64_t ignore_index, float grad_scale, const loom::Tensor& mean_loss,
+                                const loom::Tensor& dlogits, const loom::Tensor& row_loss,
+                                const loom::Tensor& row_correct) {
+  const auto check = checks("cross_entropy");
+  check.tensor("logits", logits, {DType::f32});
+  check.require(logits.ndim == 2, "logits " + logits.describe() + " must be [N, C]");
+  const int64_t rows = logits.shape[0], width = logits.shape[1];
+  check.require(
+      num_classes >= 1 && num_classes <= width,
+      "num_classes " + std::to_string(num_classes) + " must be in [1, " + std::to_string(width) + "]");
+  check.tensor("targets", targets, {DType::i32, DType::i64});
+  check.require(targets.numel() == rows,
+                "targets " + targets.describe() + " needs one target per row (" + std::to_string(rows) + ")");
+  check.tensor("mean_loss", mean_loss, {DType::f32});
+  check.require(mean_loss.numel() == 1, "mean_loss " + mean_loss.describe() + " must hold one element");
+  if (check.optional("dlogits", dlogits, {DType::f32}))
+    check.same_shape("logits", logits, "dlogits", dlogits);
+  if (check.optional("row_loss", row_loss, {DType::f32}))
+    check.require(row_loss.numel() == rows, "row_loss " + row_loss.describe() + " needs one element per row");
+  if (check.optional("row_correct", row_correct, {DType::i32}))
+    check.require(row_correct.numel() == rows,
+                  "row_correct " + row_correct.describe() + " needs one element per row");
+
+  // Validate the targets and count the rows that take part (host copy, one sync).
+  int64_t counted = 0;
+  if (rows > 0) {
+    void* staged = staging(targets.nbytes());
+    cuda_check(cudaMemcpyAsync(staged, targets.data, targets.nbytes(), cudaMemcpyDeviceToHost, stream_),
+               "cross_entropy");
+    cuda_check(cudaStreamSynchronize(stream_), "cross_entropy");
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t t = targets.dtype == DType::i32 ? static_cast<const int32_t*>(staged)[r]
+                                                    : static_cast<const int64_t*>(staged)[r];
+      if (t == ignore_index) continue;
+      if (t < 0 || t >= num_classes)
+        check.fail("targets[" + std::to_string(r) + "] = " + std::to_string(t) + " is outside [0, " +
+                   std::to_string(num_classes) + ") and is not the ignore index " +
+                   std::to_string(ignore_index));
+      ++counted;
+    }
+  }
+  const float row_scale = counted > 0 ? grad_scale / static_cast<float>(counted) : 0.0f;
+  float* losses = static_cast<float*>(scratch(static_cast<size_t>(rows > 0 ? rows : 1) * sizeof(float)));
+  float* grad = dlogits.defined() ? static_cast<float*>(dlogits.data) : nullptr;
+  float* loss_out = row_loss.defined() ? static_cast<float*>(row_loss.data) : nullptr;
+  int32_t* correct = row_correct.defined() ? static_cast<int32_t*>(row_correct.data) : nullptr;
+  if (rows > 0) {
+    check.require(rows <= 2147483647, "too many rows");
+    const auto* in = static_cast<const float*>(logits.data);
+    if (targets.dtype == DType::i32)
+      cross_entropy_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
+          in, static_cast<const int32_t*>(targets.data), width, num_classes, ignore_index, row_scale, grad,
+          loss_out, correct, losses);
+    else
+      cross_entropy_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
+          in, static_cast<const int64_t*>(targets.data), width, num_classes, ignore_index, row_scale, grad,
+          loss_out, correct, losses);
+  }
+  mean_loss_kernel<<<1, 1024, 0, stream_>>>(losses, rows, counted, static_cast<float*>(mean_loss.data));
+  check_launch("cross_entropy");
+}
+
+}  // namespace loom_cuda

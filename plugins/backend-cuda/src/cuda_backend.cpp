@@ -1,0 +1,176 @@
+// CudaBackend construction, options, memory, copies and the shared scratch/staging areas.
+#include "cuda_backend.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "cublaslt_gemm.hpp"
+#include "cuda_check.hpp"
+#include "device_peak.hpp"
+#include "loom/sdk/plugin.hpp"
+
+namespace loom_cuda {
+
+namespace {
+
+/// The number of visible devices; throws UnsupportedError when there is none (or no driver).
+int visible_devices() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw loom::UnsupportedError(std::string("backend/cuda: no CUDA device (cudaGetDeviceCount: ") +
+                                 cudaGetErrorString(status) + ")");
+  }
+  if (count == 0)
+    throw loom::UnsupportedError("backend/cuda: no CUDA device (cudaGetDeviceCount: 0 devices)");
+  return count;
+}
+
+/// This process's rank on its node from the launcher's environment (Open MPI, then Slurm), or 0.
+int local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
+    if (const char* value = std::getenv(name)) {
+      char* end = nullptr;
+      const long rank = std::strtol(value, &end, 10);
+      if (end != value && *end == '\0' && rank >= 0) return static_cast<int>(rank);
+    }
+  }
+  return 0;
+}
+
+int read_device(loom::ComponentContext& context) {
+  return static_cast<int>(context.options().get<int64_t>("device", 0, loom::Range{-1, 1024}));
+}
+
+bool read_tf32(loom::ComponentContext& context) {
+  return context.options().get<bool>("tf32", false);
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(loom::ComponentContext& context) : tf32_(read_tf32(context)) {
+  const int device = read_device(context);
+  if (context.dry_run()) {
+    device_index_ = device < 0 ? 0 : device;
+    return;  // `loom check`: options only, no device
+  }
+  acquire(device);
+}
+
+CudaBackend::CudaBackend(int device, bool tf32) : tf32_(tf32) {
+  acquire(device);
+}
+
+void CudaBackend::acquire(int device) {
+  const int count = visible_devices();
+  const int index = device < 0 ? local_rank() % count : device;
+  if (index >= count)
+    throw loom::UnsupportedError("backend/cuda: device " + std::to_string(index) + " requested but only " +
+                                 std::to_string(count) + " CUDA device(s) are visible");
+  device_index_ = index;
+  cuda_check(cudaSetDevice(device_index_), "backend/cuda: cudaSetDevice");
+  info_ = describe_device(device_index_);
+  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "backend/cuda: cudaStreamCreate");
+  try {
+    cuda_check(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming),
+               "backend/cuda: cudaEventCreate");
+    gemm_ = std::make_unique<CublasLtGemm>(allocator_, stream_);
+  } catch (...) {
+    if (staging_done_ != nullptr) (void)cudaEventDestroy(staging_done_);
+    (void)cudaStreamDestroy(stream_);
+    staging_done_ = nullptr;
+    stream_ = nullptr;
+    throw;
+  }
+}
+
+loom::DeviceInfo CudaBackend::device_info() const {
+  loom::DeviceInfo info = info_;
+  info.peak_allocated_bytes = allocator_.peak_allocated_bytes();
+  return info;
+}
+
+void CudaBackend::bind_device() const {
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != device_index_)
+    cuda_check(cudaSetDevice(device_index_), "backend/cuda: cudaSetDevice");
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_ == nullptr) return;  // a dry run acquired nothing
+  (void)cudaSetDevice(device_index_);
+  (void)cudaStreamSynchronize(stream_);
+  gemm_.reset();
+  allocator_.deallocate(scratch_);
+  if (staging_ != nullptr) (void)cudaFreeHost(staging_);
+  (void)cudaEventDestroy(staging_done_);
+  (void)cudaStreamDestroy(stream_);
+}
+
+void* CudaBackend::allocate(size_t bytes) {
+  bind_device();
+  return allocator_.allocate(bytes);
+}
+
+void CudaBackend::deallocate(void* data) {
+  allocator_.deallocate(data);
+}
+
+void CudaBackend::copy_from_host(void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return;
+  bind_device();
+  // From pageable memory cudaMemcpyAsync returns once the source has been staged, so the caller
+  // may reuse host_src immediately; the copy is ordered on the stream like every op.
+  cuda_check(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), "copy_from_host");
+}
+
+void CudaBackend::copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return;
+  bind_device();
+  cuda_check(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_), "copy_to_host");
+  cuda_check(cudaStreamSynchronize(stream_), "copy_to_host");
+}
+
+void CudaBackend::synchronize() {
+  cuda_check(cudaStreamSynchronize(stream_), "synchronize");
+}
+
+void* CudaBackend::scratch(size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    // The old area may still be read by queued kernels; the allocator only hands it out again to
+    // work enqueued later on the same stream, so releasing it now is safe.
+    allocator_.deallocate(scratch_);
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    scratch_ = allocator_.allocate(bytes);
+    scratch_bytes_ = CachingAllocator::size_class(bytes);
+  }
+  return scratch_;
+}
+
+void* CudaBackend::staging(size_t bytes) {
+  // The previous transfer out of (or into) the staging area must be finished before it is reused.
+  cuda_check(cudaEventSynchronize(staging_done_), "backend/cuda: staging");
+  if (bytes > staging_bytes_) {
+    if (staging_ != nullptr) cuda_check(cudaFreeHost(staging_), "backend/cuda: cudaFreeHost");
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    const size_t rounded = CachingAllocator::size_class(bytes);
+    cuda_check(cudaMallocHost(&staging_, rounded), "backend/cuda: cudaMallocHost");
+    staging_bytes_ = rounded;
+  }
+  return staging_;
+}
+
+void CudaBackend::staging_enqueued() {
+  cuda_check(cudaEventRecord(staging_done_, stream_), "backend/cuda: cudaEventRecord");
+}
+
+bool CudaBackend::fused_attention(int64_t head_dim, int64_t max_seq) const {
+  // The kernels (attention_forward.cu, attention_backward.cu) keep one head row in registers as
+  // up to four 32-lane chunks: d ≤ 128, a multiple of 8. Sequence length only bounds run time.
+  return head_dim >= 8 && head_dim <= 128 && head_dim % 8 == 0 && max_seq >= 1 && max_seq <= 4096;
+}
+
+}  // namespace loom_cuda

@@ -1,0 +1,167 @@
+// backend/cuda: the Backend2 op set on one NVIDIA GPU.
+//
+// One CUDA stream per backend, created at construction: every op, copy and allocation reuse is
+// ordered on it, so ops are asynchronous and only copy_to_host, synchronize and the few ops that
+// must read device data to validate it (embedding ids, cross-entropy targets) wait for the GPU.
+// GEMM goes through cuBLASLt (cublaslt_gemm.cpp); every other op is a kernel of our own, one
+// .cu file per family. This class holds the state the ops share: the stream, the caching
+// allocator, a grow-only device scratch area and a pinned host staging area.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "caching_allocator.hpp"
+#include "cuda_argument_checks.hpp"
+#include "loom/sdk/backend2.hpp"
+
+// plugin.hpp brings toml++, which nvcc cannot parse: the .cu files only need the name.
+LOOM_SDK_NAMESPACE_BEGIN
+class ComponentContext;
+LOOM_SDK_NAMESPACE_END
+
+namespace loom_cuda {
+
+class CublasLtGemm;
+
+class CudaBackend final : public loom::Backend2 {
+ public:
+  /// Reads options `device` (default 0; -1 = the local rank modulo the device count) and `tf32`.
+  /// A dry run (`loom check`) validates the options and acquires no device.
+  explicit CudaBackend(loom::ComponentContext& context);
+  /// Direct construction for tests and benchmarks. Throws loom::UnsupportedError without a GPU.
+  explicit CudaBackend(int device = 0, bool tf32 = false);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  loom::Device device() const override { return loom::Device{loom::DeviceType::cuda, device_index_}; }
+  int threads() const override { return 1; }
+  void* allocate(size_t bytes) override;
+  void deallocate(void* data) override;
+  void copy_from_host(void* device_dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* device_src, size_t bytes) override;
+  void synchronize() override;
+
+  void fill(const loom::Tensor& x, double value) override;
+  void zero(const loom::Tensor& x) override;
+  void copy(const loom::Tensor& src, const loom::Tensor& dst) override;
+  void cast(const loom::Tensor& src, const loom::Tensor& dst) override;
+
+  void gemm(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
+            const loom::Tensor& c, float alpha, float beta) override;
+
+  void bias_add(const loom::Tensor& x, const loom::Tensor& bias) override;
+  void bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) override;
+  void bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
+                         loom::Gelu variant) override;
+  void bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
+                          const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) override;
+  void tanh_forward(const loom::Tensor& x, const loom::Tensor& y) override;
+  void tanh_backward(const loom::Tensor& dy, const loom::Tensor& y, const loom::Tensor& dx) override;
+  void add(const loom::Tensor& a, const loom::Tensor& b, const loom::Tensor& out) override;
+  void axpby(float alpha, const loom::Tensor& x, float beta, const loom::Tensor& y) override;
+
+  void layernorm_forward(const loom::Tensor& x, const loom::Tensor& gamma, const loom::Tensor& beta,
+                         float eps, const loom::Tensor& y, const loom::Tensor& mean,
+                         const loom::Tensor& rstd) override;
+  void layernorm_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& gamma,
+                          const loom::Tensor& mean, const loom::Tensor& rstd, const loom::Tensor& dx,
+                          const loom::Tensor& dgamma, const loom::Tensor& dbeta, bool accumulate_dx) override;
+  void additive_key_mask(const loom::Tensor& attention_mask, const loom::Tensor& out) override;
+  void softmax_forward(const loom::Tensor& scores, const loom::Tensor& key_mask, float scale,
+                       const loom::Tensor& probs) override;
+  void softmax_backward(const loom::Tensor& dprobs, const loom::Tensor& probs, float scale,
+                        const loom::Tensor& dscores) override;
+
+  void dropout_forward(const loom::Tensor& x, const loom::Tensor& y, float p, uint64_t seed,
+                       uint64_t offset) override;
+  void dropout_backward(const loom::Tensor& dy, const loom::Tensor& dx, float p, uint64_t seed,
+                        uint64_t offset) override;
+
+  void embedding_gather(const loom::Tensor& table, const loom::Tensor& ids, const loom::Tensor& out,
+                        bool accumulate) override;
+  void embedding_scatter_add(const loom::Tensor& dout, const loom::Tensor& ids,
+                             const loom::Tensor& dtable) override;
+
+  void cross_entropy(const loom::Tensor& logits, const loom::Tensor& targets, int64_t num_classes,
+                     int64_t ignore_index, float grad_scale, const loom::Tensor& mean_loss,
+                     const loom::Tensor& dlogits, const loom::Tensor& row_loss,
+                     const loom::Tensor& row_correct) override;
+
+  void sum_squares(const loom::Tensor& x, const int64_t* segment_offsets, size_t num_segments,
+                   const loom::Tensor& out) override;
+  void global_norm(const loom::Tensor& x, const loom::Tensor& out) override;
+  void check_finite(const loom::Tensor& x, const loom::Tensor& flag) override;
+
+  bool fused_attention(int64_t head_dim, int64_t max_seq) const override;
+  void attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                         const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
+                         const loom::Tensor& ctx, const loom::Tensor& lse) override;
+  void attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                          const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& lse,
+                          const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
+                          const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                          const loom::Tensor& delta) override;
+
+  /// Name and SM count from cudaGetDeviceProperties, the dense bf16 peak (device_peak.cpp) and
+  /// the allocator's high-water mark.
+  loom::DeviceInfo device_info() const override;
+
+  // ---- beyond the interface: for tests and `loom bench` ---------------------------------------
+  /// The stream every op is enqueued on.
+  cudaStream_t stream() const { return stream_; }
+  /// The largest number of bytes ever handed out by allocate() (and internal scratch) at once.
+  size_t peak_allocated_bytes() const { return allocator_.peak_allocated_bytes(); }
+  /// cudaMalloc calls so far (the allocator's cache misses).
+  uint64_t device_mallocs() const { return allocator_.device_mallocs(); }
+  bool tf32() const { return tf32_; }
+
+  // ---- shared by the op files -----------------------------------------------------------------
+  /// Argument checks for `op` that require views on this backend's GPU.
+  /// Also makes this backend's device current on the calling thread (the host may call ops from
+  /// another thread than the one that constructed the backend).
+  CudaArgumentChecks checks(const char* op) const {
+    bind_device();
+    return CudaArgumentChecks(op, device());
+  }
+  /// Device scratch of at least `bytes`, 256-byte aligned, valid until the next call (grow-only:
+  /// it allocates only the first time an op needs more than before).
+  void* scratch(size_t bytes);
+  /// Pinned host memory of at least `bytes` for staging small transfers. Waits until the previous
+  /// transfer through it has completed before handing it out again.
+  void* staging(size_t bytes);
+  /// Marks the end of the transfers enqueued from staging() (recorded on the stream).
+  void staging_enqueued();
+
+ private:
+  /// Picks the device and creates the stream, the event and the GEMM engine.
+  void acquire(int device);
+  /// cudaSetDevice(device_index_) unless it is already current on this thread.
+  void bind_device() const;
+  /// Scales c by beta (or zeroes it for beta = 0): the K = 0 case of gemm. Any strides.
+  void scale_strided(const loom::Tensor& c, float beta);
+
+  int device_index_ = 0;
+  bool tf32_ = false;
+  loom::DeviceInfo info_{};  // filled by acquire(); the allocator's peak is read at each call
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t staging_done_ = nullptr;
+  CachingAllocator allocator_;
+  std::unique_ptr<CublasLtGemm> gemm_;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+};
+
+/// Blocks of `threads` for a grid-stride loop over `n` items (at least 1, capped so huge inputs
+/// loop instead of launching millions of blocks).
+inline unsigned grid_for(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65536 ? 65536 : blocks);
+}
+
+}  // namespace loom_cuda

@@ -1,0 +1,91 @@
+// Dropout with the counter-based Philox4x32-10 stream of loom/sdk/philox.hpp, bit-identical to
+// backend/cpu: element e of the view is dropped when word (offset + e) of the stream keyed by
+// seed is below dropout_threshold(p).
+//
+// One thread per Philox block: stream words [4·b, 4·b + 4) serve elements e = 4·b + w − offset,
+// so each block is computed once (the CPU does the same per chunk). The mask is never stored;
+// backward regenerates it. y may alias x: each element is read and written by one thread.
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "float_storage.cuh"
+#include "loom/sdk/philox.hpp"
+#include "philox_device.cuh"
+
+namespace loom_cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+/// Blocks [first_block, first_block + blocks) of the stream; elements outside [0, n) are skipped.
+template <typename SI, typename SO>
+__global__ void dropout_kernel(const SI* in, SO* out, int64_t n, uint32_t threshold, float scale,
+                               uint64_t seed, uint64_t offset, uint64_t first_block, int64_t blocks) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < blocks;
+       j += int64_t{gridDim.x} * blockDim.x) {
+    const uint64_t block = first_block + static_cast<uint64_t>(j);
+    const uint4 words = philox_block(seed, block);
+    const uint32_t word[4] = {words.x, words.y, words.z, words.w};
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      // Stream index 4·block + w is element (4·block + w − offset); unsigned wrap-around makes
+      // indices before `offset` huge, so one comparison rejects both ends.
+      const uint64_t e = block * 4u + static_cast<uint64_t>(w) - offset;
+      if (e < static_cast<uint64_t>(n)) {
+        const auto i = static_cast<int64_t>(e);
+        store(out, i, word[w] >= threshold ? load(in, i) * scale : 0.0f);
+      }
+    }
+  }
+}
+
+template <typename SI, typename SO>
+void launch_dropout(const SI* in, SO* out, int64_t n, float p, uint64_t seed, uint64_t offset,
+                    cudaStream_t stream) {
+  if (n == 0) return;
+  const uint32_t threshold = loom::dropout_threshold(p);
+  const float scale = 1.0f / (1.0f - p);
+  const uint64_t first_block = offset >> 2;
+  const uint64_t last_block = (offset + static_cast<uint64_t>(n) - 1) >> 2;
+  const auto blocks = static_cast<int64_t>(last_block - first_block + 1);
+  dropout_kernel<SI, SO><<<grid_for(blocks, kThreads), kThreads, 0, stream>>>(
+      in, out, n, threshold, scale, seed, offset, first_block, blocks);
+}
+
+void check_probability(const CudaArgumentChecks& check, float p) {
+  check.require(p >= 0.0f && p < 1.0f, "drop probability " + std::to_string(p) + " is outside [0, 1)");
+}
+
+}  // namespace
+
+void CudaBackend::dropout_forward(const loom::Tensor& x, const loom::Tensor& y, float p, uint64_t seed,
+                                  uint64_t offset) {
+  const auto check = checks("dropout_forward");
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
+  check.same_shape("x", x, "y", y);
+  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
+  check_probability(check, p);
+  with_float_type(x.dtype, "dropout_forward", [&](auto xt) {
+    with_float_type(y.dtype, "dropout_forward", [&](auto yt) {
+      using SI = decltype(xt);
+      using SO = decltype(yt);
+      launch_dropout(static_cast<const SI*>(x.data), static_cast<SO*>(y.data), x.numel(), p, seed, offset,
+                     stream_);
+    });
+  });
+  check_launch("dropout_forward");
+}
+
+void CudaBackend::dropout_backward(const loom::Tensor& dy, const loom::Tensor& dx, float p, uint64_t seed,
+                                   uint64_t offset) {
+  const auto check = checks("dropout_backward");
+  check.tensor("dy", dy, {DType::f32});
+  check.tensor("dx", dx, {DType::f32});
+  check.same_shape("dy", dy, "dx", dx);
+  check_probability(check, p);
+  launch_dropout(static_cast<const float*>(dy.data), static_cast<float*>(dx.data), dy.numel(), p, seed,
+                 offset, stream_);
+  check_launch("dropout_backward");
+}
+
+}  // namespace loom_cuda

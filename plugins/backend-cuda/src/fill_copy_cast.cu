@@ -1,0 +1,182 @@
+// fill, zero, copy (any strides) and cast (f32/bf16/f16), plus gemm's K = 0 scaling of c.
+//
+// Strided views are walked element by element in row-major order, each thread decoding its
+// element's multi-index (StridedLayout); dense views take the fast paths (cudaMemcpyAsync,
+// vectorised cast). Work is moved as unsigned words of the dtype's size, so copy and fill are
+// exact for every dtype.
+#include <cstring>
+
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "float_storage.cuh"
+#include "strided_layout.cuh"
+
+namespace loom_cuda {
+namespace {
+
+template <typename Word>
+__global__ void fill_strided_kernel(Word* x, StridedLayout layout, int64_t n, Word value) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
+       e += int64_t{gridDim.x} * blockDim.x)
+    x[layout.offset(e)] = value;
+}
+
+template <typename Word>
+__global__ void copy_strided_kernel(const Word* src, StridedLayout src_layout, Word* dst,
+                                    StridedLayout dst_layout, int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
+       e += int64_t{gridDim.x} * blockDim.x)
+    dst[dst_layout.offset(e)] = src[src_layout.offset(e)];
+}
+
+template <typename SI, typename SO>
+__global__ void cast_kernel(const SI* src, SO* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    store(dst, i, load(src, i));
+}
+
+template <typename S>
+__global__ void scale_strided_kernel(S* x, StridedLayout layout, int64_t n, float beta) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t at = layout.offset(e);
+    store(x, at, beta * load(x, at));
+  }
+}
+
+/// The bit pattern of `value` in `dtype` (converted as the CPU backend does), in a Word.
+template <typename Word>
+Word bits_of(double value, loom::DType dtype) {
+  unsigned char bytes[8] = {};
+  const auto put = [&](auto v) { std::memcpy(bytes, &v, sizeof v); };
+  switch (dtype) {
+    case DType::f32:
+      put(static_cast<float>(value));
+      break;
+    case DType::bf16:
+      put(loom::f32_to_bf16_bits(static_cast<float>(value)));
+      break;
+    case DType::f16:
+      put(loom::f32_to_f16_bits(static_cast<float>(value)));
+      break;
+    case DType::i32:
+      put(static_cast<int32_t>(value));
+      break;
+    case DType::i64:
+      put(static_cast<int64_t>(value));
+      break;
+    case DType::i8:
+      put(static_cast<int8_t>(value));
+      break;
+    case DType::u8:
+      put(static_cast<uint8_t>(value));
+      break;
+  }
+  Word word;
+  std::memcpy(&word, bytes, sizeof word);
+  return word;
+}
+
+/// Calls body(Word{}) with an unsigned integer type of the dtype's size.
+template <typename Body>
+void with_word(loom::DType dtype, Body&& body) {
+  switch (loom::dtype_size(dtype)) {
+    case 1:
+      body(uint8_t{});
+      return;
+    case 2:
+      body(uint16_t{});
+      return;
+    case 4:
+      body(uint32_t{});
+      return;
+    default:
+      body(uint64_t{});
+      return;
+  }
+}
+
+constexpr int kThreads = 256;
+
+}  // namespace
+
+void CudaBackend::fill(const loom::Tensor& x, double value) {
+  const auto check = checks("fill");
+  check.on_device("x", x);
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  with_word(x.dtype, [&](auto word) {
+    using Word = decltype(word);
+    fill_strided_kernel<Word><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+        static_cast<Word*>(x.data), StridedLayout::of(x), n, bits_of<Word>(value, x.dtype));
+  });
+  check_launch("fill");
+}
+
+void CudaBackend::zero(const loom::Tensor& x) {
+  if (x.is_contiguous() && x.numel() != 0) {
+    checks("zero").on_device("x", x);
+    cuda_check(cudaMemsetAsync(x.data, 0, x.nbytes(), stream_), "zero");
+    return;
+  }
+  fill(x, 0.0);
+}
+
+void CudaBackend::copy(const loom::Tensor& src, const loom::Tensor& dst) {
+  const auto check = checks("copy");
+  check.on_device("src", src);
+  check.on_device("dst", dst);
+  check.same_shape("src", src, "dst", dst);
+  check.require(src.dtype == dst.dtype, std::string("src is ") + loom::dtype_name(src.dtype) +
+                                            " but dst is " + loom::dtype_name(dst.dtype) +
+                                            "; use cast to convert");
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  if (src.is_contiguous() && dst.is_contiguous()) {
+    cuda_check(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDeviceToDevice, stream_), "copy");
+    return;
+  }
+  with_word(src.dtype, [&](auto word) {
+    using Word = decltype(word);
+    copy_strided_kernel<Word><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+        static_cast<const Word*>(src.data), StridedLayout::of(src), static_cast<Word*>(dst.data),
+        StridedLayout::of(dst), n);
+  });
+  check_launch("copy");
+}
+
+void CudaBackend::cast(const loom::Tensor& src, const loom::Tensor& dst) {
+  const auto check = checks("cast");
+  check.tensor("src", src, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("dst", dst, {DType::f32, DType::bf16, DType::f16});
+  check.same_shape("src", src, "dst", dst);
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  with_float_type(src.dtype, "cast", [&](auto s_tag) {
+    with_float_type(dst.dtype, "cast", [&](auto d_tag) {
+      using SI = decltype(s_tag);
+      using SO = decltype(d_tag);
+      cast_kernel<SI, SO><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<const SI*>(src.data),
+                                                                           static_cast<SO*>(dst.data), n);
+    });
+  });
+  check_launch("cast");
+}
+
+void CudaBackend::scale_strided(const loom::Tensor& c, float beta) {
+  const int64_t n = c.numel();
+  if (n == 0) return;
+  if (beta == 0.0f) {  // beta = 0 never reads c (it may hold NaN)
+    zero(c);
+    return;
+  }
+  with_float_type(c.dtype, "gemm", [&](auto tag) {
+    using S = decltype(tag);
+    scale_strided_kernel<S><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<S*>(c.data),
+                                                                             StridedLayout::of(c), n, beta);
+  });
+  check_launch("gemm");
+}
+
+}  // namespace loom_cuda

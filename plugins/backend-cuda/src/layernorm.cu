@@ -1,0 +1,169 @@
+// LayerNorm forward (saving mean and rstd) and backward (dx, and dγ/dβ accumulated).
+//
+// Forward and dx: one warp per row, two passes over the row in f32 (mean, then the biased
+// variance of x − mean: no catastrophic cancellation), lane sums combined by a fixed butterfly.
+// dγ/dβ are deterministic column sums (column_sums.cuh) of dy·x̂ and dy, enqueued BEFORE the dx
+// kernel so dx may alias dy.
+#include "column_sums.cuh"
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "float_storage.cuh"
+#include "warp_reductions.cuh"
+
+namespace loom_cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+
+template <typename SX, typename SY>
+__global__ void layernorm_forward_kernel(const SX* x, const float* gamma, const float* beta, float eps, SY* y,
+                                         float* mean, float* rstd, int64_t rows, int64_t cols) {
+  const int64_t row = blockIdx.x * int64_t{kWarpsPerBlock} + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;  // whole warps leave together: the shuffles below see full warps
+  const SX* xr = x + row * cols;
+  float sum = 0.0f;
+  for (int64_t c = lane; c < cols; c += 32) sum += load(xr, c);
+  const float m = warp_sum(sum) / static_cast<float>(cols);
+  float squares = 0.0f;
+  for (int64_t c = lane; c < cols; c += 32) {
+    const float d = load(xr, c) - m;
+    squares += d * d;
+  }
+  const float s = rsqrtf(warp_sum(squares) / static_cast<float>(cols) + eps);
+  SY* yr = y + row * cols;
+  // y may alias x: each lane reads and writes only its own columns, every read of the row above
+  // happened in this lane before its first write.
+  for (int64_t c = lane; c < cols; c += 32) store(yr, c, (load(xr, c) - m) * s * gamma[c] + beta[c]);
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = s;
+  }
+}
+
+template <typename SX>
+__global__ void layernorm_input_grad_kernel(const float* dy, const SX* x, const float* gamma,
+                                            const float* mean, const float* rstd, float* dx, bool accumulate,
+                                            int64_t rows, int64_t cols) {
+  const int64_t row = blockIdx.x * int64_t{kWarpsPerBlock} + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  const float* dyr = dy + row * cols;
+  const SX* xr = x + row * cols;
+  float* dxr = dx + row * cols;
+  const float m = mean[row], s = rstd[row];
+  float dnorm_sum = 0.0f, dnorm_xhat_sum = 0.0f;
+  for (int64_t c = lane; c < cols; c += 32) {
+    const float dnorm = dyr[c] * gamma[c];
+    dnorm_sum += dnorm;
+    dnorm_xhat_sum += dnorm * (load(xr, c) - m) * s;
+  }
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  const float dnorm_mean = warp_sum(dnorm_sum) * inv_cols;
+  const float dnorm_xhat_mean = warp_sum(dnorm_xhat_sum) * inv_cols;
+  for (int64_t c = lane; c < cols; c += 32) {
+    const float g = s * (dyr[c] * gamma[c] - dnorm_mean - (load(xr, c) - m) * s * dnorm_xhat_mean);
+    dxr[c] = accumulate ? dxr[c] + g : g;
+  }
+}
+
+/// dγ and dβ terms of row `row`, column `col`: dy·x̂ and dy.
+template <typename SX>
+struct LayerNormParameterTerm {
+  const float* dy;
+  const SX* x;
+  const float* mean;
+  const float* rstd;
+  int64_t cols;
+  __device__ void operator()(int64_t row, int64_t col, float* values) const {
+    const int64_t i = row * cols + col;
+    values[0] = dy[i] * ((load(x, i) - mean[row]) * rstd[row]);
+    values[1] = dy[i];
+  }
+};
+
+unsigned row_blocks(int64_t rows) {
+  return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+}
+
+void check_row_stats(const CudaArgumentChecks& check, const char* name, const loom::Tensor& t, int64_t rows) {
+  check.tensor(name, t, {DType::f32});
+  check.require(t.numel() == rows,
+                std::string(name) + " " + t.describe() + " needs " + std::to_string(rows) + " elements");
+}
+
+}  // namespace
+
+void CudaBackend::layernorm_forward(const loom::Tensor& x, const loom::Tensor& gamma,
+                                    const loom::Tensor& beta, float eps, const loom::Tensor& y,
+                                    const loom::Tensor& mean, const loom::Tensor& rstd) {
+  const auto check = checks("layernorm_forward");
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
+  check.same_shape("x", x, "y", y);
+  const int64_t cols = check.columns("x", x);
+  check.require(cols > 0, "x has no columns");
+  const int64_t rows = x.numel() / cols;
+  check.tensor("gamma", gamma, {DType::f32});
+  check.shape("gamma", gamma, {cols});
+  check.tensor("beta", beta, {DType::f32});
+  check.shape("beta", beta, {cols});
+  check_row_stats(check, "mean", mean, rows);
+  check_row_stats(check, "rstd", rstd, rows);
+  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
+  check.require(eps > 0.0f, "eps must be positive");
+  if (rows == 0) return;
+  with_float_type(x.dtype, "layernorm_forward", [&](auto xt) {
+    with_float_type(y.dtype, "layernorm_forward", [&](auto yt) {
+      using SX = decltype(xt);
+      using SY = decltype(yt);
+      layernorm_forward_kernel<SX, SY><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
+          static_cast<const SX*>(x.data), static_cast<const float*>(gamma.data),
+          static_cast<const float*>(beta.data), eps, static_cast<SY*>(y.data), static_cast<float*>(mean.data),
+          static_cast<float*>(rstd.data), rows, cols);
+    });
+  });
+  check_launch("layernorm_forward");
+}
+
+void CudaBackend::layernorm_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& gamma,
+                                     const loom::Tensor& mean, const loom::Tensor& rstd,
+                                     const loom::Tensor& dx, const loom::Tensor& dgamma,
+                                     const loom::Tensor& dbeta, bool accumulate_dx) {
+  const auto check = checks("layernorm_backward");
+  check.tensor("dy", dy, {DType::f32});
+  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
+  check.tensor("dx", dx, {DType::f32});
+  check.same_shape("dy", dy, "x", x);
+  check.same_shape("dy", dy, "dx", dx);
+  const int64_t cols = check.columns("x", x);
+  check.require(cols > 0, "x has no columns");
+  const int64_t rows = x.numel() / cols;
+  for (const auto* t : {&gamma, &dgamma, &dbeta}) {
+    const char* name = t == &gamma ? "gamma" : t == &dgamma ? "dgamma" : "dbeta";
+    check.tensor(name, *t, {DType::f32});
+    check.shape(name, *t, {cols});
+  }
+  check_row_stats(check, "mean", mean, rows);
+  check_row_stats(check, "rstd", rstd, rows);
+  check.require(!(accumulate_dx && dx.data == dy.data), "dx may alias dy only when accumulate_dx is false");
+  if (rows == 0) return;
+  const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
+  float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));
+  with_float_type(x.dtype, "layernorm_backward", [&](auto xt) {
+    using SX = decltype(xt);
+    const auto* xs = static_cast<const SX*>(x.data);
+    const auto* dys = static_cast<const float*>(dy.data);
+    const auto* means = static_cast<const float*>(mean.data);
+    const auto* rstds = static_cast<const float*>(rstd.data);
+    float* const out[2] = {static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data)};
+    accumulate_column_sums<2>(LayerNormParameterTerm<SX>{dys, xs, means, rstds, cols}, plan, partial, out,
+                              stream_);
+    layernorm_input_grad_kernel<SX><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
+        dys, xs, static_cast<const float*>(gamma.data), means, rstds, static_cast<float*>(dx.data),
+        accumulate_dx, rows, cols);
+  });
+  check_launch("layernorm_backward");
+}
+
+}  // namespace loom_cuda

@@ -1,0 +1,210 @@
+// Shared pieces of the backend/cuda tests: skipping without a GPU, host tensors of any float
+// dtype, device copies of them, seeded random data and a closeness check naming the worst element.
+//
+// Every op test runs the same op on backend/cpu (CpuBackend(1), the reference) and on the GPU
+// from the same inputs and compares the results.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu_backend.hpp"
+#include "cuda_backend.hpp"
+#include "loom/sdk/backend.hpp"
+
+namespace loom_cuda_test {
+
+/// Empty when a CUDA device is usable, else why not (the text GTEST_SKIP prints).
+inline std::string no_device_reason() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status);
+  }
+  return count == 0 ? "cudaGetDeviceCount reports 0 devices" : "";
+}
+
+#define LOOM_SKIP_WITHOUT_CUDA()                                                 \
+  do {                                                                           \
+    const std::string loom_reason = ::loom_cuda_test::no_device_reason();        \
+    if (!loom_reason.empty()) GTEST_SKIP() << "no CUDA device: " << loom_reason; \
+  } while (0)
+
+/// Host data of one dtype with a shape; values enter and leave as floats (or ints for i32/i64).
+struct HostTensor {
+  loom::DType dtype = loom::DType::f32;
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> bytes;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t e : shape) n *= e;
+    return n;
+  }
+  /// A contiguous CPU view.
+  loom::Tensor view() {
+    return loom::Tensor::contiguous(bytes.data(), dtype, shape.data(), static_cast<int>(shape.size()));
+  }
+  static HostTensor zeros(loom::DType dtype, std::vector<int64_t> shape) {
+    HostTensor t;
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    t.bytes.assign(static_cast<size_t>(t.numel()) * loom::dtype_size(dtype), 0);
+    return t;
+  }
+  /// Floats rounded to `dtype` (f32, bf16, f16).
+  static HostTensor of(const std::vector<float>& values, loom::DType dtype, std::vector<int64_t> shape) {
+    HostTensor t = zeros(dtype, std::move(shape));
+    EXPECT_EQ(static_cast<size_t>(t.numel()), values.size()) << "test bug: shape does not match the values";
+    for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), values[i]);
+    return t;
+  }
+  /// Integer ids or targets (i32, i64).
+  static HostTensor ids(const std::vector<int64_t>& values, loom::DType dtype, std::vector<int64_t> shape) {
+    HostTensor t = zeros(dtype, std::move(shape));
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == loom::DType::i32) {
+        const auto v = static_cast<int32_t>(values[i]);
+        std::memcpy(t.bytes.data() + 4 * i, &v, 4);
+      } else {
+        std::memcpy(t.bytes.data() + 8 * i, &values[i], 8);
+      }
+    }
+    return t;
+  }
+  void set(int64_t i, float v) {
+    unsigned char* at = bytes.data() + static_cast<size_t>(i) * loom::dtype_size(dtype);
+    if (dtype == loom::DType::f32) {
+      std::memcpy(at, &v, 4);
+    } else {
+      const uint16_t bits = dtype == loom::DType::bf16 ? loom::f32_to_bf16_bits(v) : loom::f32_to_f16_bits(v);
+      std::memcpy(at, &bits, 2);
+    }
+  }
+  float get(int64_t i) const {
+    const unsigned char* at = bytes.data() + static_cast<size_t>(i) * loom::dtype_size(dtype);
+    switch (dtype) {
+      case loom::DType::f32: {
+        float v;
+        std::memcpy(&v, at, 4);
+        return v;
+      }
+      case loom::DType::bf16:
+      case loom::DType::f16: {
+        uint16_t bits;
+        std::memcpy(&bits, at, 2);
+        return dtype == loom::DType::bf16 ? loom::bf16_bits_to_f32(bits) : loom::f16_bits_to_f32(bits);
+      }
+      case loom::DType::i32: {
+        int32_t v;
+        std::memcpy(&v, at, 4);
+        return static_cast<float>(v);
+      }
+      default: {
+        int64_t v;
+        std::memcpy(&v, at, 8);
+        return static_cast<float>(v);
+      }
+    }
+  }
+  std::vector<float> floats() const {
+    std::vector<float> out(static_cast<size_t>(numel()));
+    for (int64_t i = 0; i < numel(); ++i) out[static_cast<size_t>(i)] = get(i);
+    return out;
+  }
+};
+
+/// A device copy of a HostTensor (allocated on the GPU backend; frees itself).
+struct DeviceTensor {
+  DeviceTensor(loom::Backend& backend, const HostTensor& host)
+      : dtype(host.dtype), shape(host.shape), buffer(backend, host.bytes.size()) {
+    backend.copy_from_host(buffer.data(), host.bytes.data(), host.bytes.size());
+  }
+  loom::Tensor view() const {
+    return loom::Tensor::contiguous(buffer.data(), dtype, shape.data(), static_cast<int>(shape.size()),
+                                    loom::Device{loom::DeviceType::cuda, 0});
+  }
+  /// The contents, back on the host.
+  HostTensor download(loom::Backend& backend) const {
+    HostTensor host = HostTensor::zeros(dtype, shape);
+    backend.copy_to_host(host.bytes.data(), buffer.data(), host.bytes.size());
+    return host;
+  }
+  loom::DType dtype;
+  std::vector<int64_t> shape;
+  loom::Buffer buffer;
+};
+
+/// `n` uniform values in [lo, hi), reproducible for a given seed.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(engine);
+  return v;
+}
+
+/// Expects |actual − expected| ≤ atol + rtol·|expected| everywhere; reports the worst element.
+inline void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, double rtol,
+                         double atol, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  double worst = 0;
+  size_t worst_index = 0;
+  bool ok = true;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double a = actual[i], e = expected[i];
+    const double excess = std::abs(a - e) - (atol + rtol * std::abs(e));
+    if (!(excess <= 0)) ok = false;
+    if (!(excess <= worst)) {
+      worst = std::isnan(excess) ? INFINITY : excess;
+      worst_index = i;
+    }
+  }
+  EXPECT_TRUE(ok) << what << ": worst element " << worst_index << " is " << actual[worst_index]
+                  << ", expected " << expected[worst_index] << " (excess " << worst << " over atol " << atol
+                  << " + rtol " << rtol << "·|expected|)";
+}
+
+/// Expects bit-identical floats.
+inline void expect_equal(const std::vector<float>& actual, const std::vector<float>& expected,
+                         const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i)
+    if (std::memcmp(&actual[i], &expected[i], sizeof(float)) != 0) {
+      ADD_FAILURE() << what << ": element " << i << " is " << actual[i] << ", expected exactly "
+                    << expected[i];
+      return;
+    }
+}
+
+/// Tolerances of a result computed in f32 and stored as `dtype`.
+inline double rtol_for(loom::DType dtype) {
+  return dtype == loom::DType::bf16 ? 1e-2 : dtype == loom::DType::f16 ? 2e-3 : 2e-5;
+}
+inline double atol_for(loom::DType dtype) {
+  return dtype == loom::DType::bf16 ? 1e-2 : dtype == loom::DType::f16 ? 2e-3 : 2e-5;
+}
+
+/// Fixture: a GPU backend (device 0) and the CPU reference; skips without a GPU.
+class CudaOpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LOOM_SKIP_WITHOUT_CUDA();
+    gpu = std::make_unique<loom_cuda::CudaBackend>(0, false);
+  }
+  DeviceTensor upload(const HostTensor& host) { return DeviceTensor(*gpu, host); }
+
+  loom_cpu::CpuBackend cpu{1};
+  std::unique_ptr<loom_cuda::CudaBackend> gpu;
+};
+
+}  // namespace loom_cuda_test

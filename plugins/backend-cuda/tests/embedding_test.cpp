@@ -1,0 +1,64 @@
+// embedding_gather and the deterministic embedding_scatter_add against backend/cpu.
+#include "cuda_test_support.hpp"
+
+namespace loom_cuda_test {
+namespace {
+
+using loom::DType;
+
+class EmbeddingTest : public CudaOpTest {};
+
+std::vector<int64_t> random_ids(size_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::uniform_int_distribution<int64_t> dist(0, vocab - 1);
+  std::vector<int64_t> ids(n);
+  for (auto& id : ids) id = dist(engine);
+  return ids;
+}
+
+TEST_F(EmbeddingTest, GatherOverwriteAndAccumulate) {
+  const int64_t vocab = 1000, cols = 771, n = 131;
+  HostTensor table = HostTensor::of(random_floats(vocab * cols, 1), DType::f32, {vocab, cols});
+  DeviceTensor table_g = upload(table);
+  for (DType id_type : {DType::i32, DType::i64})
+    for (bool accumulate : {false, true}) {
+      HostTensor ids = HostTensor::ids(random_ids(n, vocab, 2), id_type, {n});
+      HostTensor out = HostTensor::of(random_floats(n * cols, 3), DType::f32, {n, cols});
+      DeviceTensor ids_g = upload(ids), out_g = upload(out);
+      cpu.embedding_gather(table.view(), ids.view(), out.view(), accumulate);
+      gpu->embedding_gather(table_g.view(), ids_g.view(), out_g.view(), accumulate);
+      expect_equal(out_g.download(*gpu).floats(), out.floats(), accumulate ? "gather +=" : "gather");
+    }
+}
+
+TEST_F(EmbeddingTest, OutOfRangeIdIsAnError) {
+  const int64_t vocab = 10, cols = 4;
+  DeviceTensor table = upload(HostTensor::zeros(DType::f32, {vocab, cols}));
+  DeviceTensor out = upload(HostTensor::zeros(DType::f32, {3, cols}));
+  for (int64_t bad : {int64_t{10}, int64_t{-1}}) {
+    DeviceTensor ids = upload(HostTensor::ids({1, bad, 2}, DType::i64, {3}));
+    try {
+      gpu->embedding_gather(table.view(), ids.view(), out.view(), false);
+      FAIL() << "id " << bad << " accepted";
+    } catch (const loom::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ids[1]"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(gpu->embedding_scatter_add(out.view(), ids.view(), table.view()), loom::Error);
+  }
+}
+
+TEST_F(EmbeddingTest, ScatterAddIsExactlyTheCpuOrderWithRepeatedIds) {
+  const int64_t vocab = 50, cols = 771, n = 1031;  // ~20 repeats per id
+  for (DType id_type : {DType::i32, DType::i64}) {
+    HostTensor ids = HostTensor::ids(random_ids(n, vocab, 4), id_type, {n});
+    HostTensor dout = HostTensor::of(random_floats(n * cols, 5), DType::f32, {n, cols});
+    HostTensor dtable = HostTensor::of(random_floats(vocab * cols, 6), DType::f32, {vocab, cols});
+    DeviceTensor ids_g = upload(ids), dout_g = upload(dout), dtable_g = upload(dtable);
+    cpu.embedding_scatter_add(dout.view(), ids.view(), dtable.view());
+    gpu->embedding_scatter_add(dout_g.view(), ids_g.view(), dtable_g.view());
+    expect_equal(dtable_g.download(*gpu).floats(), dtable.floats(), "scatter_add");
+  }
+}
+
+}  // namespace
+}  // namespace loom_cuda_test

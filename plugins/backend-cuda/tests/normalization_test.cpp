@@ -1,0 +1,133 @@
+// layernorm forward/backward, additive_key_mask and softmax forward/backward against backend/cpu.
+#include "cuda_test_support.hpp"
+
+namespace loom_cuda_test {
+namespace {
+
+using loom::DType;
+
+class NormalizationTest : public CudaOpTest {};
+
+TEST_F(NormalizationTest, LayerNormForwardAndBackward) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+    for (int64_t cols : {int64_t{37}, int64_t{771}}) {
+      const int64_t rows = 131;
+      const std::string what =
+          std::string("layernorm ") + loom::dtype_name(dtype) + " C=" + std::to_string(cols);
+      HostTensor x = HostTensor::of(random_floats(rows * cols, 1, -2.0f, 3.0f), dtype, {rows, cols});
+      HostTensor gamma = HostTensor::of(random_floats(cols, 2, 0.5f, 1.5f), DType::f32, {cols});
+      HostTensor beta = HostTensor::of(random_floats(cols, 3), DType::f32, {cols});
+      HostTensor y = HostTensor::zeros(dtype, {rows, cols});
+      HostTensor mean = HostTensor::zeros(DType::f32, {rows}), rstd = HostTensor::zeros(DType::f32, {rows});
+      DeviceTensor x_g = upload(x), gamma_g = upload(gamma), beta_g = upload(beta), y_g = upload(y),
+                   mean_g = upload(mean), rstd_g = upload(rstd);
+      cpu.layernorm_forward(x.view(), gamma.view(), beta.view(), 1e-5f, y.view(), mean.view(), rstd.view());
+      gpu->layernorm_forward(x_g.view(), gamma_g.view(), beta_g.view(), 1e-5f, y_g.view(), mean_g.view(),
+                             rstd_g.view());
+      expect_close(y_g.download(*gpu).floats(), y.floats(), rtol_for(dtype), 1e-4 + atol_for(dtype),
+                   what + " y");
+      expect_close(mean_g.download(*gpu).floats(), mean.floats(), 1e-5, 1e-5, what + " mean");
+      expect_close(rstd_g.download(*gpu).floats(), rstd.floats(), 1e-4, 1e-5, what + " rstd");
+
+      for (bool accumulate : {false, true}) {
+        HostTensor dy = HostTensor::of(random_floats(rows * cols, 4), DType::f32, {rows, cols});
+        HostTensor dx = HostTensor::of(random_floats(rows * cols, 5), DType::f32, {rows, cols});
+        HostTensor dgamma = HostTensor::of(random_floats(cols, 6), DType::f32, {cols});
+        HostTensor dbeta = HostTensor::of(random_floats(cols, 7), DType::f32, {cols});
+        DeviceTensor dy_g = upload(dy), dx_g = upload(dx), dgamma_g = upload(dgamma), dbeta_g = upload(dbeta);
+        cpu.layernorm_backward(dy.view(), x.view(), gamma.view(), mean.view(), rstd.view(), dx.view(),
+                               dgamma.view(), dbeta.view(), accumulate);
+        gpu->layernorm_backward(dy_g.view(), x_g.view(), gamma_g.view(), mean_g.view(), rstd_g.view(),
+                                dx_g.view(), dgamma_g.view(), dbeta_g.view(), accumulate);
+        expect_close(dx_g.download(*gpu).floats(), dx.floats(), 1e-4, 1e-4, what + " dx");
+        expect_close(dgamma_g.download(*gpu).floats(), dgamma.floats(), 1e-4, 1e-3, what + " dgamma");
+        expect_close(dbeta_g.download(*gpu).floats(), dbeta.floats(), 1e-4, 1e-3, what + " dbeta");
+      }
+    }
+}
+
+TEST_F(NormalizationTest, LayerNormBackwardDxAliasingDy) {
+  const int64_t rows = 9, cols = 771;
+  HostTensor x = HostTensor::of(random_floats(rows * cols, 1), DType::f32, {rows, cols});
+  HostTensor gamma = HostTensor::of(random_floats(cols, 2), DType::f32, {cols});
+  HostTensor beta = HostTensor::of(random_floats(cols, 3), DType::f32, {cols});
+  HostTensor y = HostTensor::zeros(DType::f32, {rows, cols});
+  HostTensor mean = HostTensor::zeros(DType::f32, {rows}), rstd = HostTensor::zeros(DType::f32, {rows});
+  cpu.layernorm_forward(x.view(), gamma.view(), beta.view(), 1e-5f, y.view(), mean.view(), rstd.view());
+  HostTensor dy = HostTensor::of(random_floats(rows * cols, 4), DType::f32, {rows, cols});
+  HostTensor dgamma = HostTensor::zeros(DType::f32, {cols}), dbeta = HostTensor::zeros(DType::f32, {cols});
+  DeviceTensor x_g = upload(x), gamma_g = upload(gamma), mean_g = upload(mean), rstd_g = upload(rstd),
+               dy_g = upload(dy), dgamma_g = upload(dgamma), dbeta_g = upload(dbeta);
+  HostTensor dx = HostTensor::zeros(DType::f32, {rows, cols});
+  cpu.layernorm_backward(dy.view(), x.view(), gamma.view(), mean.view(), rstd.view(), dx.view(),
+                         dgamma.view(), dbeta.view(), false);
+  gpu->layernorm_backward(dy_g.view(), x_g.view(), gamma_g.view(), mean_g.view(), rstd_g.view(), dy_g.view(),
+                          dgamma_g.view(), dbeta_g.view(), false);
+  expect_close(dy_g.download(*gpu).floats(), dx.floats(), 1e-4, 1e-4, "dx aliasing dy");
+  expect_close(dbeta_g.download(*gpu).floats(), dbeta.floats(), 1e-4, 1e-4, "dbeta with dx aliasing dy");
+}
+
+TEST_F(NormalizationTest, AdditiveKeyMaskEveryMaskDtype) {
+  const int64_t B = 3, T = 37;
+  std::vector<int64_t> mask(B * T);
+  for (int64_t i = 0; i < B * T; ++i) mask[i] = (i * 7) % 5 != 0 ? 1 : 0;
+  for (DType dtype : {DType::i32, DType::i64, DType::f32}) {
+    HostTensor m = dtype == DType::f32
+                       ? HostTensor::of(std::vector<float>(mask.begin(), mask.end()), dtype, {B, T})
+                       : HostTensor::ids(mask, dtype, {B, T});
+    HostTensor out = HostTensor::zeros(DType::f32, {B, T});
+    DeviceTensor m_g = upload(m), out_g = upload(out);
+    cpu.additive_key_mask(m.view(), out.view());
+    gpu->additive_key_mask(m_g.view(), out_g.view());
+    expect_equal(out_g.download(*gpu).floats(), out.floats(), loom::dtype_name(dtype));
+  }
+}
+
+TEST_F(NormalizationTest, SoftmaxWithMaskScaleAndAllMaskedRows) {
+  const int64_t B = 2, H = 3, T = 37;
+  std::vector<float> mask(B * T, 0.0f);
+  for (int64_t t = 20; t < T; ++t) mask[t] = loom::kMaskedKey;     // batch 0: padding
+  for (int64_t t = 0; t < T; ++t) mask[T + t] = loom::kMaskedKey;  // batch 1: every key masked
+  HostTensor key_mask = HostTensor::of(mask, DType::f32, {B, T});
+  DeviceTensor key_mask_g = upload(key_mask);
+  for (DType in : {DType::f32, DType::bf16})
+    for (DType out : {DType::f32, DType::bf16}) {
+      const std::string what = std::string("softmax ") + loom::dtype_name(in) + "→" + loom::dtype_name(out);
+      HostTensor scores = HostTensor::of(random_floats(B * H * T * T, 1, -5.0f, 5.0f), in, {B, H, T, T});
+      HostTensor probs = HostTensor::zeros(out, {B, H, T, T});
+      DeviceTensor scores_g = upload(scores), probs_g = upload(probs);
+      cpu.softmax_forward(scores.view(), key_mask.view(), 0.125f, probs.view());
+      gpu->softmax_forward(scores_g.view(), key_mask_g.view(), 0.125f, probs_g.view());
+      expect_close(probs_g.download(*gpu).floats(), probs.floats(), rtol_for(out), 1e-6 + atol_for(out) / 10,
+                   what);
+      // Without a mask, any shape: rows are the last dim.
+      cpu.softmax_forward(scores.view(), loom::Tensor{}, 1.0f, probs.view());
+      gpu->softmax_forward(scores_g.view(), loom::Tensor{}, 1.0f, probs_g.view());
+      expect_close(probs_g.download(*gpu).floats(), probs.floats(), rtol_for(out), 1e-6 + atol_for(out) / 10,
+                   what + " unmasked");
+
+      HostTensor dprobs = HostTensor::of(random_floats(B * H * T * T, 2), DType::f32, {B, H, T, T});
+      HostTensor dscores = HostTensor::zeros(DType::f32, {B, H, T, T});
+      DeviceTensor dprobs_g = upload(dprobs), dscores_g = upload(dscores);
+      cpu.softmax_backward(dprobs.view(), probs.view(), 0.125f, dscores.view());
+      gpu->softmax_backward(dprobs_g.view(), probs_g.view(), 0.125f, dscores_g.view());
+      expect_close(dscores_g.download(*gpu).floats(), dscores.floats(), 1e-4, 1e-5, what + " backward");
+      // dscores aliasing dprobs.
+      gpu->softmax_backward(dprobs_g.view(), probs_g.view(), 0.125f, dprobs_g.view());
+      expect_close(dprobs_g.download(*gpu).floats(), dscores.floats(), 1e-4, 1e-5,
+                   what + " backward in place");
+    }
+}
+
+TEST_F(NormalizationTest, SoftmaxInPlaceLongRows) {
+  const int64_t rows = 5, cols = 768 + 3;
+  HostTensor scores = HostTensor::of(random_floats(rows * cols, 3, -10.0f, 10.0f), DType::f32, {rows, cols});
+  HostTensor probs = HostTensor::zeros(DType::f32, {rows, cols});
+  DeviceTensor scores_g = upload(scores);
+  cpu.softmax_forward(scores.view(), loom::Tensor{}, 0.5f, probs.view());
+  gpu->softmax_forward(scores_g.view(), loom::Tensor{}, 0.5f, scores_g.view());
+  expect_close(scores_g.download(*gpu).floats(), probs.floats(), 1e-5, 1e-7, "softmax in place");
+}
+
+}  // namespace
+}  // namespace loom_cuda_test

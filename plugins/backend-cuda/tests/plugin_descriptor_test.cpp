@@ -1,0 +1,84 @@
+// The built plugin through its C entry point (no host, no GPU needed): the descriptor names
+// backend/cuda at interface version 2, a dry run validates options without a device, unknown
+// options are refused, and without a GPU construction fails as "unsupported", never a crash.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "cuda_test_support.hpp"
+#include "loom/sdk/backend2.hpp"
+#include "loom/sdk/plugin_abi.h"
+
+namespace loom_cuda_test {
+namespace {
+
+class PluginDescriptorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    handle_ = dlopen(LOOM_BACKEND_CUDA_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+    const auto query = reinterpret_cast<const loom_plugin_desc* (*)()>(dlsym(handle_, "loom_plugin_query"));
+    ASSERT_NE(query, nullptr);
+    plugin_ = query();
+    ASSERT_NE(plugin_, nullptr);
+  }
+  void TearDown() override {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+  /// Runs the component's factory on `toml`; returns the status and fills `message`.
+  loom_status create(const std::string& toml, bool dry_run, std::string& message) {
+    const loom_component_desc& component = plugin_->components[0];
+    loom_create_args args{};
+    args.struct_size = sizeof args;
+    args.config_toml = toml.data();
+    args.config_length = toml.size();
+    args.config_origins = "";
+    args.config_origins_length = 0;
+    args.table_origin = "test.toml:1:1";
+    args.dry_run = dry_run ? 1 : 0;
+    args.host = nullptr;
+    args.table_name = "backend";
+    char text[1024] = {};
+    loom_error_buffer error{text, sizeof text};
+    void* made = nullptr;
+    const loom_status status = component.create(&args, &made, &error);
+    message = text;
+    if (status == LOOM_OK && made != nullptr) component.destroy(made);
+    return status;
+  }
+
+  void* handle_ = nullptr;
+  const loom_plugin_desc* plugin_ = nullptr;
+};
+
+TEST_F(PluginDescriptorTest, DescribesBackendCudaAtInterfaceVersion2) {
+  EXPECT_EQ(plugin_->magic, static_cast<uint32_t>(LOOM_PLUGIN_MAGIC));
+  EXPECT_STREQ(plugin_->name, "backend-cuda");
+  ASSERT_EQ(plugin_->num_components, 1u);
+  const loom_component_desc& component = plugin_->components[0];
+  EXPECT_STREQ(component.name, "cuda");
+  EXPECT_EQ(component.kind, static_cast<uint32_t>(LOOM_KIND_BACKEND));
+  EXPECT_EQ(component.interface_version, loom::Backend2::kInterfaceVersion);
+}
+
+TEST_F(PluginDescriptorTest, DryRunValidatesOptionsWithoutADevice) {
+  std::string message;
+  EXPECT_EQ(create("device = -1\ntf32 = true\n", true, message), LOOM_OK) << message;
+  EXPECT_EQ(create("devise = 1\n", true, message), LOOM_E_INVALID_CONFIG);
+  EXPECT_NE(message.find("devise"), std::string::npos) << message;
+  EXPECT_EQ(create("device = -2\n", true, message), LOOM_E_INVALID_CONFIG) << message;
+  EXPECT_EQ(create("tf32 = 3\n", true, message), LOOM_E_INVALID_CONFIG) << message;
+}
+
+TEST_F(PluginDescriptorTest, WithoutAGpuConstructionIsUnsupported) {
+  if (no_device_reason().empty())
+    GTEST_SKIP() << "a CUDA device is present: this test covers machines without one";
+  std::string message;
+  EXPECT_EQ(create("", false, message), LOOM_E_UNSUPPORTED) << message;
+  EXPECT_NE(message.find("backend/cuda: no CUDA device (cudaGetDeviceCount: "), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace loom_cuda_test
