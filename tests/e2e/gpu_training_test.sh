@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Training on a GPU (issue 10, label gpu): backend/cuda against backend/cpu, end to end.
+#   1. `loom debug-step --backend cuda` on every PyTorch parity fixture, fp32 and bf16-mixed,
+#      within the bounds the CPU meets (tests/parity/CMakeLists.txt);
+#   2. 50 steps of bert-tiny from the same seed with dropout on, fp32, tf32 off: every step's loss
+#      within 1e-4 relative of the CPU run (same Philox dropout bits on both);
+#   3. fp16-mixed with an initial loss scale of 1e30: the first steps overflow, are skipped and the
+#      scale backs off, on the GPU;
+#   4. a checkpoint written on the GPU resumes on the CPU and the reverse: the continued losses
+#      agree with the uninterrupted run within 1e-4 relative.
+# Usage: gpu_training_test.sh LOOM COMPARE_PARITY SOURCE_DIR [BACKEND]. BACKEND defaults to cuda;
+# passing cpu runs the same script against the CPU (a check of the script itself). Exit 77 (CTest:
+# skipped) with the reason printed when the backend cannot run here (no GPU).
+set -uo pipefail
+loom=$1
+compare=$2
+src=$3
+device=${4:-cuda}
+source "$(dirname "$0")/train_fixture.sh"
+tiny="$src/configs/models/bert-tiny.json"
+
+write_recipe probe 1 1 8
+probe=$("$loom" run "$work/probe.toml" --set backend.component="$device" 2>&1)
+if [ $? -ne 0 ]; then
+  if grep -q "unsupported\|no CUDA device\|not available" <<< "$probe"; then
+    echo "SKIP: backend/$device cannot run here: $(tail -1 <<< "$probe")"; exit 77
+  fi
+  echo "$probe"; echo "FAIL: probe run on backend/$device"; exit 1
+fi
+
+# 1. Parity with PyTorch through debug-step.
+for fixture in "$src"/tests/fixtures/parity/*/; do
+  name=$(basename "$fixture")
+  bash "$src/tests/parity/run_parity.sh" "$loom" "$compare" "${fixture%/}" fp32 "$work/parity/$name/fp32" \
+    1e-4 1e-4 1e-3 "$device" > "$work/parity-$name-fp32.log" 2>&1 || { cat "$work/parity-$name-fp32.log"; fail "parity $name fp32"; }
+  bash "$src/tests/parity/run_parity.sh" "$loom" "$compare" "${fixture%/}" bf16-mixed "$work/parity/$name/bf16" \
+    1.5e-2 5e-2 1e-1 "$device" > "$work/parity-$name-bf16.log" 2>&1 || { cat "$work/parity-$name-bf16.log"; fail "parity $name bf16-mixed"; }
+done
+
+# Losses of two metrics files agree step for step within a relative bound; prints the worst.
+same_losses() { # a b bound what
+  losses "$1" > "$work/a.txt"; losses "$2" > "$work/b.txt"
+  [ -s "$work/a.txt" ] && [ "$(wc -l < "$work/a.txt")" -eq "$(wc -l < "$work/b.txt")" ] || { fail "$4: different record counts"; return; }
+  worst=$(paste "$work/a.txt" "$work/b.txt" | awk '
+    { d = ($2 - $4) / ($2 == 0 ? 1 : $2); if (d < 0) d = -d; if ($1 != $3) bad = 1; if (d > w) w = d }
+    END { if (bad) print "mismatch"; else printf "%.3g\n", w }')
+  echo "$4: worst relative loss difference $worst (bound $3)"
+  [ "$worst" != mismatch ] && awk -v w="$worst" -v b="$3" 'BEGIN { exit !(w <= b) }' || fail "$4: losses differ by $worst"
+}
+
+# 2. 50 steps, CPU and device, same seed, dropout on (micro-BERT recipe with bert-tiny's config).
+# Runs are named by role (ref: backend/cpu, dev: the backend under test), so BACKEND=cpu works too.
+declare -A backend_of=([ref]=cpu [dev]="$device")
+for role in ref dev; do
+  write_recipe "tiny-$role" 50 1 8
+  "$loom" run "$work/tiny-$role.toml" --set backend.component="${backend_of[$role]}" --set model.config="$tiny" \
+    > "$work/tiny-$role.log" 2>&1 || { tail -20 "$work/tiny-$role.log"; fail "50 steps on ${backend_of[$role]}"; }
+done
+same_losses "$work/runs/tiny-ref/metrics.jsonl" "$work/runs/tiny-dev/metrics.jsonl" 1e-4 "50 steps cpu vs $device"
+
+# 3. fp16-mixed overflow on the device: skipped steps and a backed-off scale.
+write_recipe overflow 6 1 8
+printf '\n[precision]\ncomponent = "fp16-mixed"\ninitial_scale = 1e30\nmax_scale = 1e30\n' >> "$work/overflow.toml"
+"$loom" run "$work/overflow.toml" --set backend.component="$device" > "$work/overflow.log" 2>&1 \
+  || { tail -20 "$work/overflow.log"; fail "fp16-mixed overflow run"; }
+last=$(grep '"type":"train"' "$work/runs/overflow/metrics.jsonl" | tail -1)
+skipped=$(sed -E 's/.*"skipped_steps":([0-9]+).*/\1/' <<< "$last")
+scale=$(sed -E 's/.*"loss_scale":([^,}]*).*/\1/' <<< "$last")
+[ "${skipped:-0}" -ge 1 ] 2>/dev/null || fail "fp16-mixed: no skipped step on overflow ($last)"
+awk -v s="$scale" 'BEGIN { exit !(s < 1e30) }' || fail "fp16-mixed: the loss scale did not back off ($scale)"
+echo "fp16-mixed overflow on $device: $skipped skipped steps, loss scale now $scale"
+
+# 4. Resume across devices: 20 steps on one, killed while writing the step-20 checkpoint (so the
+# last complete one is step 10), continued with --resume auto on the other; against the
+# uninterrupted 20 steps on the first (step 2's runs are 50 steps: these are their own).
+for roles in "ref dev" "dev ref"; do
+  read -r first second <<< "$roles"
+  name="resume-$first-$second"
+  write_recipe "$name" 20 1 8
+  LOOM_FAULT_KILL_IN_CHECKPOINT=step-000020 "$loom" run "$work/$name.toml" \
+    --set backend.component="${backend_of[$first]}" > "$work/$name-a.log" 2>&1
+  [ "$(cat "$work/runs/$name/checkpoints/latest" 2>/dev/null)" = "step-000010" ] ||
+    { tail -20 "$work/$name-a.log"; fail "$name: no step-10 checkpoint after the kill"; continue; }
+  "$loom" run "$work/$name.toml" --set backend.component="${backend_of[$second]}" --resume auto \
+    > "$work/$name-b.log" 2>&1 || { tail -20 "$work/$name-b.log"; fail "$name: resume"; continue; }
+  write_recipe "straight-$first" 20 1 8
+  [ -f "$work/runs/straight-$first/metrics.jsonl" ] || "$loom" run "$work/straight-$first.toml" \
+    --set backend.component="${backend_of[$first]}" > "$work/straight-$first.log" 2>&1 ||
+    fail "uninterrupted run on ${backend_of[$first]}"
+  same_losses "$work/runs/straight-$first/metrics.jsonl" "$work/runs/$name/metrics.jsonl" 1e-4 \
+    "checkpoint from ${backend_of[$first]} resumed on ${backend_of[$second]}"
+done
+
+[ "$failures" -eq 0 ] && echo "GPU training end to end on backend/$device: OK"
+exit $((failures > 0))
