@@ -4,10 +4,10 @@
 // is the column sum of dx, reduced per column in row order (independent of the thread count).
 #include <cmath>
 
-#include "argument_checks.hpp"
 #include "column_sums.hpp"
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
+#include "loom_backend/op_contracts.hpp"
 #include "vector_math.hpp"
 
 namespace loom_cpu {
@@ -73,13 +73,8 @@ void gelu_backward_rows(const float* dy, const S* x, const float* bias, float* d
 
 void CpuBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
                                    loom::Gelu variant) {
-  const ArgumentChecks check("bias_gelu_forward");
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("x", x, "y", y);
-  const int64_t cols = check.columns("x", x);
-  if (check.optional("bias", bias, {DType::f32})) check.shape("bias", bias, {cols});
-  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
+  const auto check = checks("bias_gelu_forward");
+  const int64_t cols = loom_backend::check_bias_gelu_forward(check, x, bias, y);
   const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
   const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
   with_float_storage(x.dtype, "bias_gelu_forward", [&](auto xs) {
@@ -93,15 +88,8 @@ void CpuBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bi
 
 void CpuBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
                                     const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) {
-  const ArgumentChecks check("bias_gelu_backward");
-  check.tensor("dy", dy, {DType::f32});
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("dx", dx, {DType::f32});
-  check.same_shape("dy", dy, "x", x);
-  check.same_shape("dy", dy, "dx", dx);
-  const int64_t cols = check.columns("x", x);
-  if (check.optional("bias", bias, {DType::f32})) check.shape("bias", bias, {cols});
-  if (check.optional("dbias", dbias, {DType::f32})) check.shape("dbias", dbias, {cols});
+  const auto check = checks("bias_gelu_backward");
+  const int64_t cols = loom_backend::check_bias_gelu_backward(check, dy, x, bias, dx, dbias);
   const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
   const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
   with_float_storage(x.dtype, "bias_gelu_backward", [&](auto xs) {
@@ -115,10 +103,8 @@ void CpuBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& 
 }
 
 void CpuBackend::tanh_forward(const loom::Tensor& x, const loom::Tensor& y) {
-  const ArgumentChecks check("tanh_forward");
-  check.tensor("x", x, {DType::f32});
-  check.tensor("y", y, {DType::f32});
-  check.same_shape("x", x, "y", y);
+  const auto check = checks("tanh_forward");
+  loom_backend::check_tanh_forward(check, x, y);
   const float* xs = static_cast<const float*>(x.data);
   float* ys = static_cast<float*>(y.data);
   const int64_t n = x.numel();
@@ -127,12 +113,8 @@ void CpuBackend::tanh_forward(const loom::Tensor& x, const loom::Tensor& y) {
 }
 
 void CpuBackend::tanh_backward(const loom::Tensor& dy, const loom::Tensor& y, const loom::Tensor& dx) {
-  const ArgumentChecks check("tanh_backward");
-  check.tensor("dy", dy, {DType::f32});
-  check.tensor("y", y, {DType::f32});
-  check.tensor("dx", dx, {DType::f32});
-  check.same_shape("dy", dy, "y", y);
-  check.same_shape("dy", dy, "dx", dx);
+  const auto check = checks("tanh_backward");
+  loom_backend::check_tanh_backward(check, dy, y, dx);
   const float* g = static_cast<const float*>(dy.data);
   const float* ys = static_cast<const float*>(y.data);
   float* d = static_cast<float*>(dx.data);

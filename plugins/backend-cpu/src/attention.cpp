@@ -9,7 +9,6 @@
 #include <cmath>
 #include <vector>
 
-#include "argument_checks.hpp"
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
 #include "loom/sdk/philox.hpp"
@@ -208,7 +207,7 @@ bool CpuBackend::fused_attention(int64_t head_dim, int64_t max_seq) const {
 void CpuBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                                    const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                    uint64_t offset, const loom::Tensor& ctx, const loom::Tensor& lse) {
-  const ArgumentChecks check("attention_forward");
+  const auto check = checks("attention_forward");
   const Heads n = check_common(check, q, k, v, key_mask, lse, p);
   check_heads(check, "ctx", ctx, n);
   check.require(ctx.dtype == q.dtype, "ctx must have q's dtype");
@@ -225,7 +224,7 @@ void CpuBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tenso
                                     const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                     uint64_t offset, const loom::Tensor& dq, const loom::Tensor& dk,
                                     const loom::Tensor& dv, const loom::Tensor& delta) {
-  const ArgumentChecks check("attention_backward");
+  const auto check = checks("attention_backward");
   const Heads n = check_common(check, q, k, v, key_mask, lse, p);
   check_heads(check, "ctx", ctx, n);
   check_heads(check, "d_ctx", d_ctx, n);

@@ -13,8 +13,12 @@
 
 #include "loom/sdk/backend2.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "loom_backend/argument_checks.hpp"
 
 namespace loom_cpu {
+
+using loom::DType;
+using loom_backend::ArgumentChecks;
 
 class OneDnnGemm;
 
@@ -100,6 +104,8 @@ class CpuBackend final : public loom::Backend2 {
                           const loom::Tensor& delta) override;
 
  private:
+  /// Argument checks for `op` that require views in CPU memory.
+  ArgumentChecks checks(const char* op) const { return ArgumentChecks(op, device()); }
   /// gemm with f16 a and b (f16_gemm.cpp): widened to f32 in `widened_`, multiplied in f32.
   void gemm_widening_f16(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
                          const loom::Tensor& c, float alpha, float beta);

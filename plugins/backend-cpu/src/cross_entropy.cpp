@@ -5,8 +5,8 @@
 // (max, arg-max, Σexp, target logit) before it is overwritten.
 #include <cmath>
 
-#include "argument_checks.hpp"
 #include "cpu_backend.hpp"
+#include "loom_backend/op_contracts.hpp"
 #include "vector_math.hpp"
 
 namespace loom_cpu {
@@ -23,25 +23,10 @@ void CpuBackend::cross_entropy(const loom::Tensor& logits, const loom::Tensor& t
                                int64_t ignore_index, float grad_scale, const loom::Tensor& mean_loss,
                                const loom::Tensor& dlogits, const loom::Tensor& row_loss,
                                const loom::Tensor& row_correct) {
-  const ArgumentChecks check("cross_entropy");
-  check.tensor("logits", logits, {DType::f32});
-  check.require(logits.ndim == 2, "logits " + logits.describe() + " must be [N, C]");
-  const int64_t rows = logits.shape[0], width = logits.shape[1];
-  check.require(
-      num_classes >= 1 && num_classes <= width,
-      "num_classes " + std::to_string(num_classes) + " must be in [1, " + std::to_string(width) + "]");
-  check.tensor("targets", targets, {DType::i32, DType::i64});
-  check.require(targets.numel() == rows,
-                "targets " + targets.describe() + " needs one target per row (" + std::to_string(rows) + ")");
-  check.tensor("mean_loss", mean_loss, {DType::f32});
-  check.require(mean_loss.numel() == 1, "mean_loss " + mean_loss.describe() + " must hold one element");
-  if (check.optional("dlogits", dlogits, {DType::f32}))
-    check.same_shape("logits", logits, "dlogits", dlogits);
-  if (check.optional("row_loss", row_loss, {DType::f32}))
-    check.require(row_loss.numel() == rows, "row_loss " + row_loss.describe() + " needs one element per row");
-  if (check.optional("row_correct", row_correct, {DType::i32}))
-    check.require(row_correct.numel() == rows,
-                  "row_correct " + row_correct.describe() + " needs one element per row");
+  const auto check = checks("cross_entropy");
+  const loom_backend::CrossEntropyRows shape = loom_backend::check_cross_entropy(
+      check, logits, targets, num_classes, mean_loss, dlogits, row_loss, row_correct);
+  const int64_t rows = shape.rows, width = shape.width;
 
   int64_t counted = 0;
   for (int64_t r = 0; r < rows; ++r) {

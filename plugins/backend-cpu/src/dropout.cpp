@@ -3,10 +3,10 @@
 // Element e of the view uses word (offset + e) of the stream keyed by seed; the mask is never
 // stored and backward regenerates it. Work is split into fixed chunks, each regenerating its own
 // Philox blocks, so the output is the same for every thread count.
-#include "argument_checks.hpp"
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
 #include "loom/sdk/philox.hpp"
+#include "loom_backend/op_contracts.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -61,20 +61,12 @@ void dropout_apply(const SI* in, SO* out, int64_t n, float p, uint64_t seed, uin
   }
 }
 
-void check_probability(const ArgumentChecks& check, float p) {
-  check.require(p >= 0.0f && p < 1.0f, "drop probability " + std::to_string(p) + " is outside [0, 1)");
-}
-
 }  // namespace
 
 void CpuBackend::dropout_forward(const loom::Tensor& x, const loom::Tensor& y, float p, uint64_t seed,
                                  uint64_t offset) {
-  const ArgumentChecks check("dropout_forward");
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("x", x, "y", y);
-  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
-  check_probability(check, p);
+  const auto check = checks("dropout_forward");
+  loom_backend::check_dropout_forward(check, x, y, p);
   with_float_storage(x.dtype, "dropout_forward", [&](auto xt) {
     with_float_storage(y.dtype, "dropout_forward", [&](auto yt) {
       using SI = decltype(xt);
@@ -87,11 +79,8 @@ void CpuBackend::dropout_forward(const loom::Tensor& x, const loom::Tensor& y, f
 
 void CpuBackend::dropout_backward(const loom::Tensor& dy, const loom::Tensor& dx, float p, uint64_t seed,
                                   uint64_t offset) {
-  const ArgumentChecks check("dropout_backward");
-  check.tensor("dy", dy, {DType::f32});
-  check.tensor("dx", dx, {DType::f32});
-  check.same_shape("dy", dy, "dx", dx);
-  check_probability(check, p);
+  const auto check = checks("dropout_backward");
+  loom_backend::check_dropout_backward(check, dy, dx, p);
   dropout_apply(static_cast<const float*>(dy.data), static_cast<float*>(dx.data), dy.numel(), p, seed, offset,
                 threads_);
 }

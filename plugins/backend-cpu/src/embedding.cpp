@@ -2,8 +2,8 @@
 //
 // Scatter-add is parallel over blocks of columns; each block walks the ids in order, so repeated
 // ids accumulate in a fixed order whatever the thread count.
-#include "argument_checks.hpp"
 #include "cpu_backend.hpp"
+#include "loom_backend/op_contracts.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -28,18 +28,10 @@ void check_ids(const ArgumentChecks& check, const loom::Tensor& ids, int64_t voc
 
 void CpuBackend::embedding_gather(const loom::Tensor& table, const loom::Tensor& ids, const loom::Tensor& out,
                                   bool accumulate) {
-  const ArgumentChecks check("embedding_gather");
-  check.tensor("table", table, {DType::f32});
-  check.tensor("ids", ids, {DType::i32, DType::i64});
-  check.tensor("out", out, {DType::f32});
-  check.require(table.ndim == 2, "table " + table.describe() + " must be [V, C]");
-  const int64_t cols = table.shape[1];
-  check.require(out.ndim >= 1 && out.shape[out.ndim - 1] == cols,
-                "out " + out.describe() + " must have " + std::to_string(cols) + " columns like table");
-  const int64_t n = ids.numel();
-  check.require(out.numel() == n * cols,
-                "out " + out.describe() + " must have one row per id (" + std::to_string(n) + ")");
-  check_ids(check, ids, table.shape[0]);
+  const auto check = checks("embedding_gather");
+  const loom_backend::EmbeddingRows shape = loom_backend::check_embedding_gather(check, table, ids, out);
+  check_ids(check, ids, shape.vocab);
+  const int64_t n = shape.ids, cols = shape.cols;
   const float* t = static_cast<const float*>(table.data);
   float* o = static_cast<float*>(out.data);
 #pragma omp parallel for num_threads(threads_) schedule(static) if (n * cols > 32768)
@@ -58,18 +50,11 @@ void CpuBackend::embedding_gather(const loom::Tensor& table, const loom::Tensor&
 
 void CpuBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Tensor& ids,
                                        const loom::Tensor& dtable) {
-  const ArgumentChecks check("embedding_scatter_add");
-  check.tensor("dout", dout, {DType::f32});
-  check.tensor("ids", ids, {DType::i32, DType::i64});
-  check.tensor("dtable", dtable, {DType::f32});
-  check.require(dtable.ndim == 2, "dtable " + dtable.describe() + " must be [V, C]");
-  const int64_t cols = dtable.shape[1];
-  check.require(dout.ndim >= 1 && dout.shape[dout.ndim - 1] == cols,
-                "dout " + dout.describe() + " must have " + std::to_string(cols) + " columns like dtable");
-  const int64_t n = ids.numel();
-  check.require(dout.numel() == n * cols,
-                "dout " + dout.describe() + " must have one row per id (" + std::to_string(n) + ")");
-  check_ids(check, ids, dtable.shape[0]);
+  const auto check = checks("embedding_scatter_add");
+  const loom_backend::EmbeddingRows shape =
+      loom_backend::check_embedding_scatter_add(check, dout, ids, dtable);
+  check_ids(check, ids, shape.vocab);
+  const int64_t n = shape.ids, cols = shape.cols;
   const float* g = static_cast<const float*>(dout.data);
   float* d = static_cast<float*>(dtable.data);
   constexpr int64_t kBlock = 64;

@@ -1,80 +1,28 @@
 // gemm: validation of the strided (batched) matrix views, then oneDNN (onednn_gemm.cpp); f16
 // operands go through f16_gemm.cpp.
-#include "argument_checks.hpp"
 #include "cpu_backend.hpp"
+#include "loom_backend/gemm_contract.hpp"
 #include "onednn_gemm.hpp"
 
 namespace loom_cpu {
-namespace {
-
-/// Geometry of one stored operand: its two matrix extents and its row stride.
-struct StoredMatrix {
-  int64_t rows, cols, ld;
-};
-
-StoredMatrix stored_matrix(const ArgumentChecks& check, const char* name, const loom::Tensor& t) {
-  const int64_t rows = t.shape[t.ndim - 2], cols = t.shape[t.ndim - 1];
-  const int64_t col_stride = t.strides[t.ndim - 1], row_stride = t.strides[t.ndim - 2];
-  check.require(cols <= 1 || col_stride == 1, std::string(name) + " " + t.describe() +
-                                                  " must have stride 1 in its last dimension (has " +
-                                                  std::to_string(col_stride) + ")");
-  const int64_t ld = rows <= 1 ? (cols > 0 ? cols : 1) : row_stride;
-  check.require(ld >= cols && ld >= 1, std::string(name) + " " + t.describe() + " has row stride " +
-                                           std::to_string(row_stride) + " < its " + std::to_string(cols) +
-                                           " columns");
-  return {rows, cols, ld};
-}
-
-}  // namespace
 
 void CpuBackend::gemm(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
                       const loom::Tensor& c, float alpha, float beta) {
-  const ArgumentChecks check("gemm");
-  for (const auto* t : {&a, &b, &c}) {
-    const char* name = t == &a ? "a" : t == &b ? "b" : "c";
-    check.require(t->defined() || t->numel() == 0, std::string(name) + " is absent");
-    check.require(t->device.type == loom::DeviceType::cpu, std::string(name) + " is not in CPU memory");
-    check.require(t->ndim >= 2 && t->ndim <= 4,
-                  std::string(name) + " " + t->describe() + " must have 2 to 4 dimensions (≤ 2 batch dims)");
-  }
-  check.require(a.ndim == b.ndim && b.ndim == c.ndim, "a " + a.describe() + ", b " + b.describe() +
-                                                          " and c " + c.describe() +
-                                                          " need the same number of dimensions");
-  check.require(a.dtype == b.dtype, "a " + a.describe() + " and b " + b.describe() + " need the same dtype");
-  if (a.dtype == DType::f32)
-    check.require(c.dtype == DType::f32, "f32 inputs need an f32 c, got " + c.describe());
-  else if (a.dtype == DType::bf16)
-    check.require(c.dtype == DType::f32 || c.dtype == DType::bf16,
-                  "bf16 inputs need an f32 or bf16 c, got " + c.describe());
-  else if (a.dtype == DType::f16)
-    check.require(c.dtype == DType::f32 || c.dtype == DType::f16,
-                  "f16 inputs need an f32 or f16 c, got " + c.describe());
-  else
-    check.fail(std::string("inputs must be f32, bf16 or f16, got ") + loom::dtype_name(a.dtype));
-
-  const StoredMatrix sa = stored_matrix(check, "a", a), sb = stored_matrix(check, "b", b),
-                     sc = stored_matrix(check, "c", c);
+  const auto check = checks("gemm");
+  const loom_backend::GemmOperands stored = loom_backend::check_gemm_operands(check, a, b, c);
   if (a.dtype == DType::f16) {  // widened to f32, then back through this function
     gemm_widening_f16(a, transpose_a, b, transpose_b, c, alpha, beta);
     return;
   }
+  const loom_backend::GemmProduct product =
+      loom_backend::check_gemm_product(check, stored, a, transpose_a, b, transpose_b, c);
+  const loom_backend::StoredMatrix &sa = stored.a, &sb = stored.b, &sc = stored.c;
   GemmProblem p;
-  p.m = transpose_a ? sa.cols : sa.rows;
-  p.k = transpose_a ? sa.rows : sa.cols;
-  p.n = transpose_b ? sb.rows : sb.cols;
-  const int64_t kb = transpose_b ? sb.cols : sb.rows;
-  check.require(kb == p.k, "inner dimensions differ: op(a) is [" + std::to_string(p.m) + ", " +
-                               std::to_string(p.k) + "], op(b) is [" + std::to_string(kb) + ", " +
-                               std::to_string(p.n) + "]");
-  check.require(sc.rows == p.m && sc.cols == p.n, "c " + c.describe() + " must be [" + std::to_string(p.m) +
-                                                      ", " + std::to_string(p.n) +
-                                                      "] in its last two dimensions");
-  p.batch_dims = a.ndim - 2;
+  p.m = product.m;
+  p.k = product.k;
+  p.n = product.n;
+  p.batch_dims = product.batch_dims;
   for (int d = 0; d < p.batch_dims; ++d) {
-    check.require(a.shape[d] == c.shape[d] && b.shape[d] == c.shape[d],
-                  "batch extents differ: a " + a.describe() + ", b " + b.describe() + ", c " + c.describe());
-    check.require(c.strides[d] != 0 || c.shape[d] == 1,
-                  "c " + c.describe() + " cannot have a 0 batch stride");
     p.batch[d] = c.shape[d];
     p.a_strides[d] = a.strides[d];
     p.b_strides[d] = b.strides[d];

@@ -5,9 +5,9 @@
 // writing dx, which is what lets dx alias dy.
 #include <cmath>
 
-#include "argument_checks.hpp"
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
+#include "loom_backend/op_contracts.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -101,25 +101,10 @@ void layernorm_input_grad(const float* dy, const SX* x, const float* gamma, cons
 void CpuBackend::layernorm_forward(const loom::Tensor& x, const loom::Tensor& gamma, const loom::Tensor& beta,
                                    float eps, const loom::Tensor& y, const loom::Tensor& mean,
                                    const loom::Tensor& rstd) {
-  const ArgumentChecks check("layernorm_forward");
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("x", x, "y", y);
-  const int64_t cols = check.columns("x", x);
-  check.require(cols > 0, "x has no columns");
-  const int64_t rows = x.numel() / cols;
-  check.tensor("gamma", gamma, {DType::f32});
-  check.shape("gamma", gamma, {cols});
-  check.tensor("beta", beta, {DType::f32});
-  check.shape("beta", beta, {cols});
-  check.tensor("mean", mean, {DType::f32});
-  check.require(mean.numel() == rows,
-                "mean " + mean.describe() + " needs " + std::to_string(rows) + " elements");
-  check.tensor("rstd", rstd, {DType::f32});
-  check.require(rstd.numel() == rows,
-                "rstd " + rstd.describe() + " needs " + std::to_string(rows) + " elements");
-  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
-  check.require(eps > 0.0f, "eps must be positive");
+  const auto check = checks("layernorm_forward");
+  const loom_backend::LayerNormRows shape =
+      loom_backend::check_layernorm_forward(check, x, gamma, beta, eps, y, mean, rstd);
+  const int64_t rows = shape.rows, cols = shape.cols;
   with_float_storage(x.dtype, "layernorm_forward", [&](auto xt) {
     with_float_storage(y.dtype, "layernorm_forward", [&](auto yt) {
       using SX = decltype(xt);
@@ -135,27 +120,10 @@ void CpuBackend::layernorm_backward(const loom::Tensor& dy, const loom::Tensor& 
                                     const loom::Tensor& mean, const loom::Tensor& rstd,
                                     const loom::Tensor& dx, const loom::Tensor& dgamma,
                                     const loom::Tensor& dbeta, bool accumulate_dx) {
-  const ArgumentChecks check("layernorm_backward");
-  check.tensor("dy", dy, {DType::f32});
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("dx", dx, {DType::f32});
-  check.same_shape("dy", dy, "x", x);
-  check.same_shape("dy", dy, "dx", dx);
-  const int64_t cols = check.columns("x", x);
-  check.require(cols > 0, "x has no columns");
-  const int64_t rows = x.numel() / cols;
-  for (const auto* t : {&gamma, &dgamma, &dbeta}) {
-    const char* name = t == &gamma ? "gamma" : t == &dgamma ? "dgamma" : "dbeta";
-    check.tensor(name, *t, {DType::f32});
-    check.shape(name, *t, {cols});
-  }
-  check.tensor("mean", mean, {DType::f32});
-  check.require(mean.numel() == rows,
-                "mean " + mean.describe() + " needs " + std::to_string(rows) + " elements");
-  check.tensor("rstd", rstd, {DType::f32});
-  check.require(rstd.numel() == rows,
-                "rstd " + rstd.describe() + " needs " + std::to_string(rows) + " elements");
-  check.require(!(accumulate_dx && dx.data == dy.data), "dx may alias dy only when accumulate_dx is false");
+  const auto check = checks("layernorm_backward");
+  const loom_backend::LayerNormRows shape = loom_backend::check_layernorm_backward(
+      check, dy, x, gamma, mean, rstd, dx, dgamma, dbeta, accumulate_dx);
+  const int64_t rows = shape.rows, cols = shape.cols;
   with_float_storage(x.dtype, "layernorm_backward", [&](auto xt) {
     using SX = decltype(xt);
     const auto* xs = static_cast<const SX*>(x.data);

@@ -4,9 +4,9 @@
 // depend on the thread count (LAMB trust ratios and gradient clipping stay reproducible).
 #include <cmath>
 
-#include "argument_checks.hpp"
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
+#include "loom_backend/op_contracts.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -49,20 +49,8 @@ bool all_finite(const S* x, int64_t n, int threads) {
 
 void CpuBackend::sum_squares(const loom::Tensor& x, const int64_t* segment_offsets, size_t num_segments,
                              const loom::Tensor& out) {
-  const ArgumentChecks check("sum_squares");
-  check.tensor("x", x, {DType::f32});
-  check.tensor("out", out, {DType::f32});
-  check.require(segment_offsets != nullptr, "segment_offsets is null");
-  check.require(
-      out.numel() == static_cast<int64_t>(num_segments),
-      "out " + out.describe() + " needs one element per segment (" + std::to_string(num_segments) + ")");
-  const int64_t n = x.numel();
-  for (size_t s = 0; s < num_segments; ++s)
-    check.require(segment_offsets[s] >= 0 && segment_offsets[s] <= segment_offsets[s + 1] &&
-                      segment_offsets[s + 1] <= n,
-                  "segment " + std::to_string(s) + " [" + std::to_string(segment_offsets[s]) + ", " +
-                      std::to_string(segment_offsets[s + 1]) + ") is not an increasing range inside x (" +
-                      std::to_string(n) + " elements)");
+  const auto check = checks("sum_squares");
+  loom_backend::check_sum_squares(check, x, segment_offsets, num_segments, out);
   const float* xs = static_cast<const float*>(x.data);
   float* o = static_cast<float*>(out.data);
   for (size_t s = 0; s < num_segments; ++s)
@@ -70,19 +58,15 @@ void CpuBackend::sum_squares(const loom::Tensor& x, const int64_t* segment_offse
 }
 
 void CpuBackend::global_norm(const loom::Tensor& x, const loom::Tensor& out) {
-  const ArgumentChecks check("global_norm");
-  check.tensor("x", x, {DType::f32});
-  check.tensor("out", out, {DType::f32});
-  check.require(out.numel() == 1, "out " + out.describe() + " must hold one element");
+  const auto check = checks("global_norm");
+  loom_backend::check_global_norm(check, x, out);
   *static_cast<float*>(out.data) = static_cast<float>(
       std::sqrt(sum_of_squares(static_cast<const float*>(x.data), 0, x.numel(), threads_)));
 }
 
 void CpuBackend::check_finite(const loom::Tensor& x, const loom::Tensor& flag) {
-  const ArgumentChecks check("check_finite");
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("flag", flag, {DType::i32});
-  check.require(flag.numel() == 1, "flag " + flag.describe() + " must hold one element");
+  const auto check = checks("check_finite");
+  loom_backend::check_finite_flag(check, x, flag);
   bool finite = true;
   with_float_storage(x.dtype, "check_finite", [&](auto t) {
     finite = all_finite(static_cast<const decltype(t)*>(x.data), x.numel(), threads_);

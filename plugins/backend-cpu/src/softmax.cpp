@@ -7,9 +7,9 @@
 #include <cmath>
 #include <type_traits>
 
-#include "argument_checks.hpp"
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
+#include "loom_backend/op_contracts.hpp"
 #include "vector_math.hpp"
 
 namespace loom_cpu {
@@ -71,10 +71,8 @@ void softmax_backward_rows(const float* dprobs, const SP* probs, float scale, fl
 }  // namespace
 
 void CpuBackend::additive_key_mask(const loom::Tensor& attention_mask, const loom::Tensor& out) {
-  const ArgumentChecks check("additive_key_mask");
-  check.tensor("attention_mask", attention_mask, {DType::i32, DType::i64, DType::f32});
-  check.tensor("out", out, {DType::f32});
-  check.same_shape("attention_mask", attention_mask, "out", out);
+  const auto check = checks("additive_key_mask");
+  loom_backend::check_additive_key_mask(check, attention_mask, out);
   float* o = static_cast<float*>(out.data);
   const int64_t n = out.numel();
   for (int64_t i = 0; i < n; ++i) {
@@ -96,23 +94,10 @@ void CpuBackend::additive_key_mask(const loom::Tensor& attention_mask, const loo
 
 void CpuBackend::softmax_forward(const loom::Tensor& scores, const loom::Tensor& key_mask, float scale,
                                  const loom::Tensor& probs) {
-  const ArgumentChecks check("softmax_forward");
-  check.tensor("scores", scores, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("probs", probs, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("scores", scores, "probs", probs);
-  check.require(scores.data != probs.data || scores.dtype == probs.dtype,
-                "probs may alias scores only with the same dtype");
-  const int64_t cols = check.columns("scores", scores);
-  if (cols == 0) return;
-  const int64_t rows = scores.numel() / cols;
-  int64_t rows_per_batch = rows;
-  if (check.optional("key_mask", key_mask, {DType::f32})) {
-    check.require(scores.ndim == 4,
-                  "with a key_mask, scores must be [B, H, Tq, Tk], got " + scores.describe());
-    check.shape("key_mask", key_mask, {scores.shape[0], cols});
-    rows_per_batch = scores.shape[1] * scores.shape[2];
-    if (rows_per_batch == 0) return;
-  }
+  const auto check = checks("softmax_forward");
+  const loom_backend::SoftmaxRows shape = loom_backend::check_softmax_forward(check, scores, key_mask, probs);
+  if (shape.empty()) return;
+  const int64_t rows = shape.rows, cols = shape.cols, rows_per_batch = shape.rows_per_batch;
   const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
   with_float_storage(scores.dtype, "softmax_forward", [&](auto st) {
     with_float_storage(probs.dtype, "softmax_forward", [&](auto pt) {
@@ -126,15 +111,10 @@ void CpuBackend::softmax_forward(const loom::Tensor& scores, const loom::Tensor&
 
 void CpuBackend::softmax_backward(const loom::Tensor& dprobs, const loom::Tensor& probs, float scale,
                                   const loom::Tensor& dscores) {
-  const ArgumentChecks check("softmax_backward");
-  check.tensor("dprobs", dprobs, {DType::f32});
-  check.tensor("probs", probs, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("dscores", dscores, {DType::f32});
-  check.same_shape("dprobs", dprobs, "probs", probs);
-  check.same_shape("dprobs", dprobs, "dscores", dscores);
-  const int64_t cols = check.columns("probs", probs);
-  if (cols == 0) return;
-  const int64_t rows = probs.numel() / cols;
+  const auto check = checks("softmax_backward");
+  const loom_backend::SoftmaxRows shape = loom_backend::check_softmax_backward(check, dprobs, probs, dscores);
+  if (shape.empty()) return;
+  const int64_t rows = shape.rows, cols = shape.cols;
   with_float_storage(probs.dtype, "softmax_backward", [&](auto pt) {
     using SP = decltype(pt);
     softmax_backward_rows(static_cast<const float*>(dprobs.data), static_cast<const SP*>(probs.data), scale,

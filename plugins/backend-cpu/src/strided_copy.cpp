@@ -4,9 +4,10 @@
 // once per row, the inner loop is a strided (usually unit-stride) run the compiler vectorises.
 #include <cstring>
 
-#include "argument_checks.hpp"
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
+#include "loom_backend/element_words.hpp"
+#include "loom_backend/op_contracts.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -57,69 +58,14 @@ void fill_rows(const loom::Tensor& x, Word value, int threads) {
   }
 }
 
-/// The bit pattern of `value` in `dtype`, in an unsigned word of the dtype's size.
-template <typename Word>
-Word bits_of(double value, loom::DType dtype) {
-  unsigned char bytes[8] = {};
-  const auto put = [&](auto v) { std::memcpy(bytes, &v, sizeof v); };
-  switch (dtype) {
-    case DType::f32:
-      put(static_cast<float>(value));
-      break;
-    case DType::bf16:
-      put(loom::f32_to_bf16_bits(static_cast<float>(value)));
-      break;
-    case DType::f16:
-      put(loom::f32_to_f16_bits(static_cast<float>(value)));
-      break;
-    case DType::i32:
-      put(static_cast<int32_t>(value));
-      break;
-    case DType::i64:
-      put(static_cast<int64_t>(value));
-      break;
-    case DType::i8:
-      put(static_cast<int8_t>(value));
-      break;
-    case DType::u8:
-      put(static_cast<uint8_t>(value));
-      break;
-  }
-  Word word;
-  std::memcpy(&word, bytes, sizeof word);
-  return word;
-}
-
-/// Calls body(Word{}) with an unsigned integer type of the dtype's size.
-template <typename Body>
-void with_word(loom::DType dtype, Body&& body) {
-  switch (loom::dtype_size(dtype)) {
-    case 1:
-      body(uint8_t{});
-      return;
-    case 2:
-      body(uint16_t{});
-      return;
-    case 4:
-      body(uint32_t{});
-      return;
-    default:
-      body(uint64_t{});
-      return;
-  }
-}
-
-void check_view(const ArgumentChecks& check, const char* name, const loom::Tensor& t) {
-  check.require(t.defined() || t.numel() == 0, std::string(name) + " is absent");
-  check.require(t.device.type == loom::DeviceType::cpu, std::string(name) + " is not in CPU memory");
-}
-
 }  // namespace
 
 void CpuBackend::fill(const loom::Tensor& x, double value) {
-  const ArgumentChecks check("fill");
-  check_view(check, "x", x);
-  with_word(x.dtype, [&](auto word) { fill_rows(x, bits_of<decltype(word)>(value, x.dtype), threads_); });
+  const auto check = checks("fill");
+  loom_backend::check_fill(check, x);
+  loom_backend::with_word(x.dtype, [&](auto word) {
+    fill_rows(x, loom_backend::bits_of<decltype(word)>(value, x.dtype), threads_);
+  });
 }
 
 void CpuBackend::zero(const loom::Tensor& x) {
@@ -127,21 +73,14 @@ void CpuBackend::zero(const loom::Tensor& x) {
 }
 
 void CpuBackend::copy(const loom::Tensor& src, const loom::Tensor& dst) {
-  const ArgumentChecks check("copy");
-  check_view(check, "src", src);
-  check_view(check, "dst", dst);
-  check.same_shape("src", src, "dst", dst);
-  check.require(src.dtype == dst.dtype, std::string("src is ") + loom::dtype_name(src.dtype) +
-                                            " but dst is " + loom::dtype_name(dst.dtype) +
-                                            "; use cast to convert");
-  with_word(src.dtype, [&](auto word) { copy_rows<decltype(word)>(src, dst, threads_); });
+  const auto check = checks("copy");
+  loom_backend::check_copy(check, src, dst);
+  loom_backend::with_word(src.dtype, [&](auto word) { copy_rows<decltype(word)>(src, dst, threads_); });
 }
 
 void CpuBackend::cast(const loom::Tensor& src, const loom::Tensor& dst) {
-  const ArgumentChecks check("cast");
-  check.tensor("src", src, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("dst", dst, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("src", src, "dst", dst);
+  const auto check = checks("cast");
+  loom_backend::check_cast(check, src, dst);
   const int64_t n = src.numel();
   with_float_storage(src.dtype, "cast", [&](auto s_tag) {
     with_float_storage(dst.dtype, "cast", [&](auto d_tag) {

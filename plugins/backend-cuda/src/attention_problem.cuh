@@ -5,11 +5,13 @@
 #include <cstdint>
 #include <string>
 
-#include "cuda_argument_checks.hpp"
 #include "loom/sdk/philox.hpp"
+#include "loom_backend/argument_checks.hpp"
 #include "philox_device.cuh"
 
 namespace loom_cuda {
+
+using loom_backend::ArgumentChecks;
 
 inline constexpr int kAttentionMaxHeadDim = 128;
 
@@ -54,7 +56,7 @@ __device__ __forceinline__ bool all_keys_masked(float lse) {
 }
 
 /// Validates a [B, H, T, d] head view and returns nothing; `reference` gives the shape.
-inline void check_head_view(const CudaArgumentChecks& check, const char* name, const loom::Tensor& t,
+inline void check_head_view(const ArgumentChecks& check, const char* name, const loom::Tensor& t,
                             const loom::Tensor& reference) {
   check.on_device(name, t);
   check.require(t.ndim == 4, std::string(name) + " " + t.describe() + " must be [B, H, T, d]");
@@ -64,7 +66,7 @@ inline void check_head_view(const CudaArgumentChecks& check, const char* name, c
 }
 
 /// Checks shared by forward and backward; returns the shape.
-inline AttentionShape check_attention(const CudaArgumentChecks& check, const loom::Tensor& q,
+inline AttentionShape check_attention(const ArgumentChecks& check, const loom::Tensor& q,
                                       const loom::Tensor& k, const loom::Tensor& v,
                                       const loom::Tensor& key_mask, const loom::Tensor& lse, float scale,
                                       float p, uint64_t seed, uint64_t offset) {

@@ -9,6 +9,7 @@
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
+#include "loom_backend/op_contracts.hpp"
 
 namespace loom_cuda {
 namespace {
@@ -137,30 +138,23 @@ bool is_aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
-/// P of a bias view [C] (1) or [P, C], checked against the rows and columns (as backend/cpu).
-int64_t bias_period(const CudaArgumentChecks& check, const char* name, const loom::Tensor& bias, int64_t rows,
-                    int64_t cols) {
-  check.require(bias.ndim == 1 || bias.ndim == 2,
-                std::string(name) + " " + bias.describe() + " must be [C] or [P, C]");
-  check.require(bias.shape[bias.ndim - 1] == cols, std::string(name) + " " + bias.describe() + " must have " +
-                                                       std::to_string(cols) + " columns");
-  const int64_t period = bias.ndim == 1 ? 1 : bias.shape[0];
-  check.require(period > 0 && rows % period == 0, std::string(name) + " " + bias.describe() + ": " +
-                                                      std::to_string(rows) + " rows are not a multiple of " +
-                                                      std::to_string(period));
-  check.require(period <= 65535, std::string(name) + " " + bias.describe() + ": at most 65535 rows");
-  return period;
+/// bias_add's and bias_grad's shared contract, then this backend's own limit: the bias rows index
+/// a grid dimension (at most 65535).
+loom_backend::BiasRows check_bias_launch_rows(const ArgumentChecks& check, const char* x_name,
+                                              const loom::Tensor& x, const char* bias_name,
+                                              const loom::Tensor& bias) {
+  const loom_backend::BiasRows shape = loom_backend::check_bias_rows(check, x_name, x, bias_name, bias);
+  check.require(shape.period <= 65535,
+                std::string(bias_name) + " " + bias.describe() + ": at most 65535 rows");
+  return shape;
 }
 
 }  // namespace
 
 void CudaBackend::bias_add(const loom::Tensor& x, const loom::Tensor& bias) {
   const auto check = checks("bias_add");
-  check.tensor("x", x, {DType::f32});
-  check.tensor("bias", bias, {DType::f32});
-  const int64_t cols = check.columns("x", x);
-  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
-  const int64_t period = bias_period(check, "bias", bias, rows, cols);
+  const loom_backend::BiasRows shape = check_bias_launch_rows(check, "x", x, "bias", bias);
+  const int64_t cols = shape.cols, period = shape.period;
   const int64_t n = x.numel();
   if (n == 0) return;
   if (cols % 4 == 0 && is_aligned16(x.data) && is_aligned16(bias.data))
@@ -174,11 +168,8 @@ void CudaBackend::bias_add(const loom::Tensor& x, const loom::Tensor& bias) {
 
 void CudaBackend::bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) {
   const auto check = checks("bias_grad");
-  check.tensor("dy", dy, {DType::f32});
-  check.tensor("dbias", dbias, {DType::f32});
-  const int64_t cols = check.columns("dy", dy);
-  const int64_t rows = cols == 0 ? 0 : dy.numel() / cols;
-  const int64_t period = bias_period(check, "dbias", dbias, rows, cols);
+  const loom_backend::BiasRows shape = check_bias_launch_rows(check, "dy", dy, "dbias", dbias);
+  const int64_t rows = shape.rows, cols = shape.cols, period = shape.period;
   if (rows == 0 || cols == 0) return;
   const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, period);
   float* partial = static_cast<float*>(scratch(plan.scratch_floats(1) * sizeof(float)));
@@ -191,12 +182,7 @@ void CudaBackend::bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) {
 void CudaBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
                                     loom::Gelu variant) {
   const auto check = checks("bias_gelu_forward");
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("x", x, "y", y);
-  const int64_t cols = check.columns("x", x);
-  if (check.optional("bias", bias, {DType::f32})) check.shape("bias", bias, {cols});
-  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
+  const int64_t cols = loom_backend::check_bias_gelu_forward(check, x, bias, y);
   const int64_t n = x.numel();
   if (n == 0) return;
   const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
@@ -214,14 +200,7 @@ void CudaBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& b
 void CudaBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
                                      const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) {
   const auto check = checks("bias_gelu_backward");
-  check.tensor("dy", dy, {DType::f32});
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("dx", dx, {DType::f32});
-  check.same_shape("dy", dy, "x", x);
-  check.same_shape("dy", dy, "dx", dx);
-  const int64_t cols = check.columns("x", x);
-  if (check.optional("bias", bias, {DType::f32})) check.shape("bias", bias, {cols});
-  if (check.optional("dbias", dbias, {DType::f32})) check.shape("dbias", dbias, {cols});
+  const int64_t cols = loom_backend::check_bias_gelu_backward(check, dy, x, bias, dx, dbias);
   const int64_t n = x.numel();
   if (n == 0) return;
   const int64_t rows = n / cols;
@@ -246,9 +225,7 @@ void CudaBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor&
 
 void CudaBackend::tanh_forward(const loom::Tensor& x, const loom::Tensor& y) {
   const auto check = checks("tanh_forward");
-  check.tensor("x", x, {DType::f32});
-  check.tensor("y", y, {DType::f32});
-  check.same_shape("x", x, "y", y);
+  loom_backend::check_tanh_forward(check, x, y);
   const int64_t n = x.numel();
   if (n == 0) return;
   tanh_forward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<const float*>(x.data),
@@ -258,11 +235,7 @@ void CudaBackend::tanh_forward(const loom::Tensor& x, const loom::Tensor& y) {
 
 void CudaBackend::tanh_backward(const loom::Tensor& dy, const loom::Tensor& y, const loom::Tensor& dx) {
   const auto check = checks("tanh_backward");
-  check.tensor("dy", dy, {DType::f32});
-  check.tensor("y", y, {DType::f32});
-  check.tensor("dx", dx, {DType::f32});
-  check.same_shape("dy", dy, "y", y);
-  check.same_shape("dy", dy, "dx", dx);
+  loom_backend::check_tanh_backward(check, dy, y, dx);
   const int64_t n = y.numel();
   if (n == 0) return;
   tanh_backward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
@@ -272,11 +245,7 @@ void CudaBackend::tanh_backward(const loom::Tensor& dy, const loom::Tensor& y, c
 
 void CudaBackend::add(const loom::Tensor& a, const loom::Tensor& b, const loom::Tensor& out) {
   const auto check = checks("add");
-  check.tensor("a", a, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("b", b, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("out", out, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("a", a, "out", out);
-  check.same_shape("b", b, "out", out);
+  loom_backend::check_add(check, a, b, out);
   const int64_t n = out.numel();
   if (n == 0) return;
   if (a.dtype == DType::f32 && b.dtype == DType::f32 && out.dtype == DType::f32 && is_aligned16(a.data) &&
@@ -310,9 +279,7 @@ void CudaBackend::add(const loom::Tensor& a, const loom::Tensor& b, const loom::
 
 void CudaBackend::axpby(float alpha, const loom::Tensor& x, float beta, const loom::Tensor& y) {
   const auto check = checks("axpby");
-  check.tensor("x", x, {DType::f32});
-  check.tensor("y", y, {DType::f32});
-  check.same_shape("x", x, "y", y);
+  loom_backend::check_axpby(check, x, y);
   const int64_t n = y.numel();
   if (n == 0) return;
   const bool read_y = beta != 0.0f;  // beta = 0 never reads y

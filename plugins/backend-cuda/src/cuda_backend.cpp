@@ -44,6 +44,10 @@ int read_device(loom::ComponentContext& context) {
 }
 
 bool read_tf32(loom::ComponentContext& context) {
+  // `threads` sizes backend/cpu's pool; accepted here (and ignored: the ops run on the device) so
+  // a CPU recipe runs on the GPU with only `component` changed.
+  if (context.options().get<int64_t>("threads", 0, loom::Range{0, 4096}) > 0)
+    context.log(loom::LogLevel::info, "backend/cuda ignores `threads` (a backend/cpu option)");
   return context.options().get<bool>("tf32", false);
 }
 

@@ -14,8 +14,8 @@
 #include <memory>
 
 #include "caching_allocator.hpp"
-#include "cuda_argument_checks.hpp"
 #include "loom/sdk/backend2.hpp"
+#include "loom_backend/argument_checks.hpp"
 
 // plugin.hpp brings toml++, which nvcc cannot parse: the .cu files only need the name.
 LOOM_SDK_NAMESPACE_BEGIN
@@ -23,6 +23,9 @@ class ComponentContext;
 LOOM_SDK_NAMESPACE_END
 
 namespace loom_cuda {
+
+using loom::DType;
+using loom_backend::ArgumentChecks;
 
 class CublasLtGemm;
 
@@ -123,9 +126,9 @@ class CudaBackend final : public loom::Backend2 {
   /// Argument checks for `op` that require views on this backend's GPU.
   /// Also makes this backend's device current on the calling thread (the host may call ops from
   /// another thread than the one that constructed the backend).
-  CudaArgumentChecks checks(const char* op) const {
+  ArgumentChecks checks(const char* op) const {
     bind_device();
-    return CudaArgumentChecks(op, device());
+    return ArgumentChecks(op, device());
   }
   /// Device scratch of at least `bytes`, 256-byte aligned, valid until the next call (grow-only:
   /// it allocates only the first time an op needs more than before).

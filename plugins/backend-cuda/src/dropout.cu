@@ -9,6 +9,7 @@
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
 #include "loom/sdk/philox.hpp"
+#include "loom_backend/op_contracts.hpp"
 #include "philox_device.cuh"
 
 namespace loom_cuda {
@@ -51,20 +52,12 @@ void launch_dropout(const SI* in, SO* out, int64_t n, float p, uint64_t seed, ui
       in, out, n, threshold, scale, seed, offset, first_block, blocks);
 }
 
-void check_probability(const CudaArgumentChecks& check, float p) {
-  check.require(p >= 0.0f && p < 1.0f, "drop probability " + std::to_string(p) + " is outside [0, 1)");
-}
-
 }  // namespace
 
 void CudaBackend::dropout_forward(const loom::Tensor& x, const loom::Tensor& y, float p, uint64_t seed,
                                   uint64_t offset) {
   const auto check = checks("dropout_forward");
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("x", x, "y", y);
-  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
-  check_probability(check, p);
+  loom_backend::check_dropout_forward(check, x, y, p);
   with_float_type(x.dtype, "dropout_forward", [&](auto xt) {
     with_float_type(y.dtype, "dropout_forward", [&](auto yt) {
       using SI = decltype(xt);
@@ -79,10 +72,7 @@ void CudaBackend::dropout_forward(const loom::Tensor& x, const loom::Tensor& y, 
 void CudaBackend::dropout_backward(const loom::Tensor& dy, const loom::Tensor& dx, float p, uint64_t seed,
                                    uint64_t offset) {
   const auto check = checks("dropout_backward");
-  check.tensor("dy", dy, {DType::f32});
-  check.tensor("dx", dx, {DType::f32});
-  check.same_shape("dy", dy, "dx", dx);
-  check_probability(check, p);
+  loom_backend::check_dropout_backward(check, dy, dx, p);
   launch_dropout(static_cast<const float*>(dy.data), static_cast<float*>(dx.data), dy.numel(), p, seed,
                  offset, stream_);
   check_launch("dropout_backward");

@@ -15,6 +15,7 @@
 
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
+#include "loom_backend/op_contracts.hpp"
 
 namespace loom_cuda {
 namespace {
@@ -50,7 +51,7 @@ __global__ void scatter_add_grouped_kernel(const float* dout, const int64_t* ord
 }  // namespace
 
 /// The ids copied to the host as int64, after checking every one is in [0, vocab).
-static std::vector<int64_t> host_ids(CudaBackend& backend, const CudaArgumentChecks& check,
+static std::vector<int64_t> host_ids(CudaBackend& backend, const ArgumentChecks& check,
                                      const loom::Tensor& ids, int64_t vocab) {
   const int64_t n = ids.numel();
   std::vector<int64_t> result(static_cast<size_t>(n));
@@ -73,17 +74,9 @@ static std::vector<int64_t> host_ids(CudaBackend& backend, const CudaArgumentChe
 void CudaBackend::embedding_gather(const loom::Tensor& table, const loom::Tensor& ids,
                                    const loom::Tensor& out, bool accumulate) {
   const auto check = checks("embedding_gather");
-  check.tensor("table", table, {DType::f32});
-  check.tensor("ids", ids, {DType::i32, DType::i64});
-  check.tensor("out", out, {DType::f32});
-  check.require(table.ndim == 2, "table " + table.describe() + " must be [V, C]");
-  const int64_t cols = table.shape[1];
-  check.require(out.ndim >= 1 && out.shape[out.ndim - 1] == cols,
-                "out " + out.describe() + " must have " + std::to_string(cols) + " columns like table");
-  const int64_t n = ids.numel();
-  check.require(out.numel() == n * cols,
-                "out " + out.describe() + " must have one row per id (" + std::to_string(n) + ")");
-  (void)host_ids(*this, check, ids, table.shape[0]);
+  const loom_backend::EmbeddingRows shape = loom_backend::check_embedding_gather(check, table, ids, out);
+  (void)host_ids(*this, check, ids, shape.vocab);
+  const int64_t n = shape.ids, cols = shape.cols;
   if (n * cols == 0) return;
   const unsigned blocks = grid_for(n * cols, kThreads);
   if (ids.dtype == DType::i32)
@@ -100,17 +93,9 @@ void CudaBackend::embedding_gather(const loom::Tensor& table, const loom::Tensor
 void CudaBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Tensor& ids,
                                         const loom::Tensor& dtable) {
   const auto check = checks("embedding_scatter_add");
-  check.tensor("dout", dout, {DType::f32});
-  check.tensor("ids", ids, {DType::i32, DType::i64});
-  check.tensor("dtable", dtable, {DType::f32});
-  check.require(dtable.ndim == 2, "dtable " + dtable.describe() + " must be [V, C]");
-  const int64_t cols = dtable.shape[1];
-  check.require(dout.ndim >= 1 && dout.shape[dout.ndim - 1] == cols,
-                "dout " + dout.describe() + " must have " + std::to_string(cols) + " columns like dtable");
-  const int64_t n = ids.numel();
-  check.require(dout.numel() == n * cols,
-                "dout " + dout.describe() + " must have one row per id (" + std::to_string(n) + ")");
-  const int64_t vocab = dtable.shape[0];
+  const loom_backend::EmbeddingRows shape =
+      loom_backend::check_embedding_scatter_add(check, dout, ids, dtable);
+  const int64_t n = shape.ids, cols = shape.cols, vocab = shape.vocab;
   const std::vector<int64_t> id = host_ids(*this, check, ids, vocab);
   if (n == 0 || cols == 0) return;
 

@@ -4,11 +4,11 @@
 // element's multi-index (StridedLayout); dense views take the fast paths (cudaMemcpyAsync,
 // vectorised cast). Work is moved as unsigned words of the dtype's size, so copy and fill are
 // exact for every dtype.
-#include <cstring>
-
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
+#include "loom_backend/element_words.hpp"
+#include "loom_backend/op_contracts.hpp"
 #include "strided_layout.cuh"
 
 namespace loom_cuda {
@@ -45,71 +45,19 @@ __global__ void scale_strided_kernel(S* x, StridedLayout layout, int64_t n, floa
   }
 }
 
-/// The bit pattern of `value` in `dtype` (converted as the CPU backend does), in a Word.
-template <typename Word>
-Word bits_of(double value, loom::DType dtype) {
-  unsigned char bytes[8] = {};
-  const auto put = [&](auto v) { std::memcpy(bytes, &v, sizeof v); };
-  switch (dtype) {
-    case DType::f32:
-      put(static_cast<float>(value));
-      break;
-    case DType::bf16:
-      put(loom::f32_to_bf16_bits(static_cast<float>(value)));
-      break;
-    case DType::f16:
-      put(loom::f32_to_f16_bits(static_cast<float>(value)));
-      break;
-    case DType::i32:
-      put(static_cast<int32_t>(value));
-      break;
-    case DType::i64:
-      put(static_cast<int64_t>(value));
-      break;
-    case DType::i8:
-      put(static_cast<int8_t>(value));
-      break;
-    case DType::u8:
-      put(static_cast<uint8_t>(value));
-      break;
-  }
-  Word word;
-  std::memcpy(&word, bytes, sizeof word);
-  return word;
-}
-
-/// Calls body(Word{}) with an unsigned integer type of the dtype's size.
-template <typename Body>
-void with_word(loom::DType dtype, Body&& body) {
-  switch (loom::dtype_size(dtype)) {
-    case 1:
-      body(uint8_t{});
-      return;
-    case 2:
-      body(uint16_t{});
-      return;
-    case 4:
-      body(uint32_t{});
-      return;
-    default:
-      body(uint64_t{});
-      return;
-  }
-}
-
 constexpr int kThreads = 256;
 
 }  // namespace
 
 void CudaBackend::fill(const loom::Tensor& x, double value) {
   const auto check = checks("fill");
-  check.on_device("x", x);
+  loom_backend::check_fill(check, x);
   const int64_t n = x.numel();
   if (n == 0) return;
-  with_word(x.dtype, [&](auto word) {
+  loom_backend::with_word(x.dtype, [&](auto word) {
     using Word = decltype(word);
     fill_strided_kernel<Word><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
-        static_cast<Word*>(x.data), StridedLayout::of(x), n, bits_of<Word>(value, x.dtype));
+        static_cast<Word*>(x.data), StridedLayout::of(x), n, loom_backend::bits_of<Word>(value, x.dtype));
   });
   check_launch("fill");
 }
@@ -125,19 +73,14 @@ void CudaBackend::zero(const loom::Tensor& x) {
 
 void CudaBackend::copy(const loom::Tensor& src, const loom::Tensor& dst) {
   const auto check = checks("copy");
-  check.on_device("src", src);
-  check.on_device("dst", dst);
-  check.same_shape("src", src, "dst", dst);
-  check.require(src.dtype == dst.dtype, std::string("src is ") + loom::dtype_name(src.dtype) +
-                                            " but dst is " + loom::dtype_name(dst.dtype) +
-                                            "; use cast to convert");
+  loom_backend::check_copy(check, src, dst);
   const int64_t n = src.numel();
   if (n == 0) return;
   if (src.is_contiguous() && dst.is_contiguous()) {
     cuda_check(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDeviceToDevice, stream_), "copy");
     return;
   }
-  with_word(src.dtype, [&](auto word) {
+  loom_backend::with_word(src.dtype, [&](auto word) {
     using Word = decltype(word);
     copy_strided_kernel<Word><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
         static_cast<const Word*>(src.data), StridedLayout::of(src), static_cast<Word*>(dst.data),
@@ -148,9 +91,7 @@ void CudaBackend::copy(const loom::Tensor& src, const loom::Tensor& dst) {
 
 void CudaBackend::cast(const loom::Tensor& src, const loom::Tensor& dst) {
   const auto check = checks("cast");
-  check.tensor("src", src, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("dst", dst, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("src", src, "dst", dst);
+  loom_backend::check_cast(check, src, dst);
   const int64_t n = src.numel();
   if (n == 0) return;
   with_float_type(src.dtype, "cast", [&](auto s_tag) {

@@ -1,5 +1,5 @@
-// gemm: validation of the strided (batched) matrix views as backend/cpu does, then the mapping of
-// Loom's row-major product onto cuBLASLt's column-major one (cublaslt_gemm.cpp).
+// gemm: validation of the strided (batched) matrix views (loom_backend/gemm_contract.hpp, shared with
+// backend/cpu), then the mapping of Loom's row-major product onto cuBLASLt's column-major one.
 //
 // A row-major [R, C] matrix with row stride ld is the column-major [C, R] matrix with leading
 // dimension ld, so c = op(a)·op(b) is computed as cᵀ = op(b)ᵀ·op(a)ᵀ: cuBLASLt's A is our b (with
@@ -8,26 +8,10 @@
 // is a host loop.
 #include "cublaslt_gemm.hpp"
 #include "cuda_backend.hpp"
+#include "loom_backend/gemm_contract.hpp"
 
 namespace loom_cuda {
 namespace {
-
-struct StoredMatrix {
-  int64_t rows, cols, ld;
-};
-
-StoredMatrix stored_matrix(const CudaArgumentChecks& check, const char* name, const loom::Tensor& t) {
-  const int64_t rows = t.shape[t.ndim - 2], cols = t.shape[t.ndim - 1];
-  const int64_t col_stride = t.strides[t.ndim - 1], row_stride = t.strides[t.ndim - 2];
-  check.require(cols <= 1 || col_stride == 1, std::string(name) + " " + t.describe() +
-                                                  " must have stride 1 in its last dimension (has " +
-                                                  std::to_string(col_stride) + ")");
-  const int64_t ld = rows <= 1 ? (cols > 0 ? cols : 1) : row_stride;
-  check.require(ld >= cols && ld >= 1, std::string(name) + " " + t.describe() + " has row stride " +
-                                           std::to_string(row_stride) + " < its " + std::to_string(cols) +
-                                           " columns");
-  return {rows, cols, ld};
-}
 
 cudaDataType_t cuda_type(DType dtype) {
   return dtype == DType::bf16 ? CUDA_R_16BF : dtype == DType::f16 ? CUDA_R_16F : CUDA_R_32F;
@@ -52,46 +36,13 @@ bool merged_stride(const loom::Tensor& t, int64_t& stride) {
 void CudaBackend::gemm(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
                        const loom::Tensor& c, float alpha, float beta) {
   const auto check = checks("gemm");
-  for (const auto* t : {&a, &b, &c}) {
-    const char* name = t == &a ? "a" : t == &b ? "b" : "c";
-    check.on_device(name, *t);
-    check.require(t->ndim >= 2 && t->ndim <= 4,
-                  std::string(name) + " " + t->describe() + " must have 2 to 4 dimensions (≤ 2 batch dims)");
-  }
-  check.require(a.ndim == b.ndim && b.ndim == c.ndim, "a " + a.describe() + ", b " + b.describe() +
-                                                          " and c " + c.describe() +
-                                                          " need the same number of dimensions");
-  check.require(a.dtype == b.dtype, "a " + a.describe() + " and b " + b.describe() + " need the same dtype");
-  if (a.dtype == DType::f32)
-    check.require(c.dtype == DType::f32, "f32 inputs need an f32 c, got " + c.describe());
-  else if (a.dtype == DType::bf16)
-    check.require(c.dtype == DType::f32 || c.dtype == DType::bf16,
-                  "bf16 inputs need an f32 or bf16 c, got " + c.describe());
-  else if (a.dtype == DType::f16)
-    check.require(c.dtype == DType::f32 || c.dtype == DType::f16,
-                  "f16 inputs need an f32 or f16 c, got " + c.describe());
-  else
-    check.fail(std::string("inputs must be f32, bf16 or f16, got ") + loom::dtype_name(a.dtype));
-  const StoredMatrix sa = stored_matrix(check, "a", a), sb = stored_matrix(check, "b", b),
-                     sc = stored_matrix(check, "c", c);
-  const int64_t m = transpose_a ? sa.cols : sa.rows;
-  const int64_t k = transpose_a ? sa.rows : sa.cols;
-  const int64_t n = transpose_b ? sb.rows : sb.cols;
-  const int64_t kb = transpose_b ? sb.cols : sb.rows;
-  check.require(kb == k, "inner dimensions differ: op(a) is [" + std::to_string(m) + ", " +
-                             std::to_string(k) + "], op(b) is [" + std::to_string(kb) + ", " +
-                             std::to_string(n) + "]");
-  check.require(sc.rows == m && sc.cols == n, "c " + c.describe() + " must be [" + std::to_string(m) + ", " +
-                                                  std::to_string(n) + "] in its last two dimensions");
-  const int batch_dims = a.ndim - 2;
-  int64_t batches = 1;
-  for (int d = 0; d < batch_dims; ++d) {
-    check.require(a.shape[d] == c.shape[d] && b.shape[d] == c.shape[d],
-                  "batch extents differ: a " + a.describe() + ", b " + b.describe() + ", c " + c.describe());
-    check.require(c.strides[d] != 0 || c.shape[d] == 1,
-                  "c " + c.describe() + " cannot have a 0 batch stride");
-    batches *= c.shape[d];
-  }
+  const loom_backend::GemmOperands stored = loom_backend::check_gemm_operands(check, a, b, c);
+  const loom_backend::GemmProduct product =
+      loom_backend::check_gemm_product(check, stored, a, transpose_a, b, transpose_b, c);
+  const loom_backend::StoredMatrix &sa = stored.a, &sb = stored.b, &sc = stored.c;
+  const int64_t m = product.m, n = product.n, k = product.k;
+  const int batch_dims = product.batch_dims;
+  const int64_t batches = product.batches;
   if (m == 0 || n == 0 || batches == 0) return;
   if (k == 0) {  // an empty sum: c = beta·c (beta = 0 never reads c)
     scale_strided(c, beta);

@@ -8,6 +8,7 @@
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
+#include "loom_backend/op_contracts.hpp"
 #include "warp_reductions.cuh"
 
 namespace loom_cuda {
@@ -86,32 +87,15 @@ unsigned row_blocks(int64_t rows) {
   return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
 }
 
-void check_row_stats(const CudaArgumentChecks& check, const char* name, const loom::Tensor& t, int64_t rows) {
-  check.tensor(name, t, {DType::f32});
-  check.require(t.numel() == rows,
-                std::string(name) + " " + t.describe() + " needs " + std::to_string(rows) + " elements");
-}
-
 }  // namespace
 
 void CudaBackend::layernorm_forward(const loom::Tensor& x, const loom::Tensor& gamma,
                                     const loom::Tensor& beta, float eps, const loom::Tensor& y,
                                     const loom::Tensor& mean, const loom::Tensor& rstd) {
   const auto check = checks("layernorm_forward");
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("y", y, {DType::f32, DType::bf16, DType::f16});
-  check.same_shape("x", x, "y", y);
-  const int64_t cols = check.columns("x", x);
-  check.require(cols > 0, "x has no columns");
-  const int64_t rows = x.numel() / cols;
-  check.tensor("gamma", gamma, {DType::f32});
-  check.shape("gamma", gamma, {cols});
-  check.tensor("beta", beta, {DType::f32});
-  check.shape("beta", beta, {cols});
-  check_row_stats(check, "mean", mean, rows);
-  check_row_stats(check, "rstd", rstd, rows);
-  check.require(x.data != y.data || x.dtype == y.dtype, "y may alias x only with the same dtype");
-  check.require(eps > 0.0f, "eps must be positive");
+  const loom_backend::LayerNormRows shape =
+      loom_backend::check_layernorm_forward(check, x, gamma, beta, eps, y, mean, rstd);
+  const int64_t rows = shape.rows, cols = shape.cols;
   if (rows == 0) return;
   with_float_type(x.dtype, "layernorm_forward", [&](auto xt) {
     with_float_type(y.dtype, "layernorm_forward", [&](auto yt) {
@@ -131,22 +115,9 @@ void CudaBackend::layernorm_backward(const loom::Tensor& dy, const loom::Tensor&
                                      const loom::Tensor& dx, const loom::Tensor& dgamma,
                                      const loom::Tensor& dbeta, bool accumulate_dx) {
   const auto check = checks("layernorm_backward");
-  check.tensor("dy", dy, {DType::f32});
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("dx", dx, {DType::f32});
-  check.same_shape("dy", dy, "x", x);
-  check.same_shape("dy", dy, "dx", dx);
-  const int64_t cols = check.columns("x", x);
-  check.require(cols > 0, "x has no columns");
-  const int64_t rows = x.numel() / cols;
-  for (const auto* t : {&gamma, &dgamma, &dbeta}) {
-    const char* name = t == &gamma ? "gamma" : t == &dgamma ? "dgamma" : "dbeta";
-    check.tensor(name, *t, {DType::f32});
-    check.shape(name, *t, {cols});
-  }
-  check_row_stats(check, "mean", mean, rows);
-  check_row_stats(check, "rstd", rstd, rows);
-  check.require(!(accumulate_dx && dx.data == dy.data), "dx may alias dy only when accumulate_dx is false");
+  const loom_backend::LayerNormRows shape = loom_backend::check_layernorm_backward(
+      check, dy, x, gamma, mean, rstd, dx, dgamma, dbeta, accumulate_dx);
+  const int64_t rows = shape.rows, cols = shape.cols;
   if (rows == 0) return;
   const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
   float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));

@@ -11,6 +11,7 @@
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
+#include "loom_backend/op_contracts.hpp"
 #include "warp_reductions.cuh"
 
 namespace loom_cuda {
@@ -96,19 +97,7 @@ static void segment_squares(CudaBackend& backend, const float* x, const std::vec
 void CudaBackend::sum_squares(const loom::Tensor& x, const int64_t* segment_offsets, size_t num_segments,
                               const loom::Tensor& out) {
   const auto check = checks("sum_squares");
-  check.tensor("x", x, {DType::f32});
-  check.tensor("out", out, {DType::f32});
-  check.require(segment_offsets != nullptr, "segment_offsets is null");
-  check.require(
-      out.numel() == static_cast<int64_t>(num_segments),
-      "out " + out.describe() + " needs one element per segment (" + std::to_string(num_segments) + ")");
-  const int64_t n = x.numel();
-  for (size_t s = 0; s < num_segments; ++s)
-    check.require(segment_offsets[s] >= 0 && segment_offsets[s] <= segment_offsets[s + 1] &&
-                      segment_offsets[s + 1] <= n,
-                  "segment " + std::to_string(s) + " [" + std::to_string(segment_offsets[s]) + ", " +
-                      std::to_string(segment_offsets[s + 1]) + ") is not an increasing range inside x (" +
-                      std::to_string(n) + " elements)");
+  loom_backend::check_sum_squares(check, x, segment_offsets, num_segments, out);
   if (num_segments == 0) return;
   const std::vector<int64_t> offsets(segment_offsets, segment_offsets + num_segments + 1);
   segment_squares(*this, static_cast<const float*>(x.data), offsets, false, static_cast<float*>(out.data),
@@ -117,18 +106,14 @@ void CudaBackend::sum_squares(const loom::Tensor& x, const int64_t* segment_offs
 
 void CudaBackend::global_norm(const loom::Tensor& x, const loom::Tensor& out) {
   const auto check = checks("global_norm");
-  check.tensor("x", x, {DType::f32});
-  check.tensor("out", out, {DType::f32});
-  check.require(out.numel() == 1, "out " + out.describe() + " must hold one element");
+  loom_backend::check_global_norm(check, x, out);
   segment_squares(*this, static_cast<const float*>(x.data), {0, x.numel()}, true,
                   static_cast<float*>(out.data), "global_norm");
 }
 
 void CudaBackend::check_finite(const loom::Tensor& x, const loom::Tensor& flag) {
   const auto check = checks("check_finite");
-  check.tensor("x", x, {DType::f32, DType::bf16, DType::f16});
-  check.tensor("flag", flag, {DType::i32});
-  check.require(flag.numel() == 1, "flag " + flag.describe() + " must hold one element");
+  loom_backend::check_finite_flag(check, x, flag);
   const int64_t n = x.numel();
   if (n == 0) return;
   with_float_type(x.dtype, "check_finite", [&](auto t) {

@@ -1,22 +1,26 @@
-// Validation of the views an op receives, with messages that name the op and the argument.
+// Validation of the views a backend op receives, with messages that name the op and the argument.
 //
-// Every CpuBackend op checks its arguments before touching memory: a wrong shape is a clear
-// loom::Error ("layernorm_forward: gamma is f32[23], expected [24]"), never a silent overrun.
+// Every op checks its arguments before touching memory: a wrong shape is a clear loom::Error
+// ("layernorm_forward: gamma is f32[23], expected [24]"), never a silent overrun. One class serves
+// every backend; only the memory test depends on the backend's device, and its wording names that
+// memory ("is not in CPU memory", "is not in the memory of CUDA device 0").
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 
 #include "loom/sdk/error.hpp"
 #include "loom/sdk/tensor.hpp"
 
-namespace loom_cpu {
+namespace loom_backend {
 
 using loom::DType;
 
 class ArgumentChecks {
  public:
-  explicit ArgumentChecks(const char* op) : op_(op) {}
+  /// Checks for `op` on a backend whose views live on `device`.
+  ArgumentChecks(const char* op, loom::Device device) : op_(op), device_(device) {}
 
   /// Throws loom::Error "op: message".
   [[noreturn]] void fail(const std::string& message) const {
@@ -26,11 +30,26 @@ class ArgumentChecks {
   void require(bool condition, const std::string& message) const {
     if (!condition) fail(message);
   }
-  /// `t` is present, on the CPU, contiguous, with one of `dtypes`.
-  void tensor(const char* name, const loom::Tensor& t, std::initializer_list<loom::DType> dtypes) const {
+  /// `t` is present (or empty) and in this backend's memory, whatever its layout.
+  void on_device(const char* name, const loom::Tensor& t) const {
     if (!t.defined() && t.numel() != 0) fail(std::string(name) + " is absent");
-    if (t.device.type != loom::DeviceType::cpu) fail(std::string(name) + " is not in CPU memory");
+    if (device_.type == loom::DeviceType::cpu) {
+      if (t.device.type != loom::DeviceType::cpu) fail(std::string(name) + " is not in CPU memory");
+      return;
+    }
+    // An empty view moves no bytes, so where it claims to live does not matter on a GPU.
+    if (t.numel() != 0 && t.device != device_)
+      fail(std::string(name) + " " + t.describe() + " is not in the memory of CUDA device " +
+           std::to_string(device_.index));
+  }
+  /// `t` is present, in this backend's memory, contiguous, with one of `dtypes`.
+  void tensor(const char* name, const loom::Tensor& t, std::initializer_list<loom::DType> dtypes) const {
+    on_device(name, t);
     if (!t.is_contiguous()) fail(std::string(name) + " " + t.describe() + " is not contiguous");
+    dtype(name, t, dtypes);
+  }
+  /// `t` has one of `dtypes`.
+  void dtype(const char* name, const loom::Tensor& t, std::initializer_list<loom::DType> dtypes) const {
     for (loom::DType d : dtypes)
       if (t.dtype == d) return;
     std::string allowed;
@@ -66,9 +85,12 @@ class ArgumentChecks {
     if (t.ndim < 1) fail(std::string(name) + " needs at least one dimension");
     return t.shape[t.ndim - 1];
   }
+  /// The op's name, for errors raised outside these checks (CUDA API failures).
+  const char* op() const { return op_; }
 
  private:
   const char* op_;
+  loom::Device device_;
 };
 
-}  // namespace loom_cpu
+}  // namespace loom_backend
