@@ -6,8 +6,9 @@
 //   x1       = dropout(ctx·Woᵀ + bo) + x;   h1 = LayerNorm(x1)
 //   u        = h1·Wiᵀ;   g = gelu(u + bi)                        (B, T, I)
 //   x2       = dropout(g·W2ᵀ + b2) + h1;    out = LayerNorm(x2)
-// Saved: q, k, v, probs, ctx (compute dtype), x1, h1, x2 and LayerNorm statistics (f32), u and g
-// (compute dtype), plus 16-bit copies of x and h1 in bf16/f16 compute. Dropout masks are regenerated in
+// Saved: q, k, v, probs, ctx (compute dtype), x1, x2 and LayerNorm statistics (f32), u and g
+// (compute dtype); h1 in f32 compute, its 16-bit copy (only) in bf16/f16 compute, plus a 16-bit
+// copy of x there. Dropout masks are regenerated in
 // backward from the Philox key (sites 0: attention probs, 1: attention output, 2: FFN output).
 //
 // When the backend offers fused attention (Backend2::fused_attention for this head size and the
@@ -33,7 +34,7 @@ class EncoderLayer final : public BertBlock {
     Tensor x_c, q, k, v, probs, lse, ctx, x1, mean1, rstd1, h1, h1_c, u, g, x2, mean2, rstd2;
   };
   struct ForwardScratch {
-    Tensor tmp, scores, probs_dropped;
+    Tensor tmp, h1, scores, probs_dropped;  // h1: f32 LayerNorm output in 16-bit compute
   };
   struct BackwardScratch {
     Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped,
@@ -88,16 +89,18 @@ class EncoderLayer final : public BertBlock {
     linear_forward(s.ctx, out_weight_, master(out_bias_), w.tmp);
     dropout_forward(step, w.tmp, w.tmp, config_.hidden_dropout_prob, 1);
     be().add(w.tmp, x, s.x1);
-    be().layernorm_forward(s.x1, master(ln1_gamma_), master(ln1_beta_), config_.layer_norm_eps, s.h1, s.mean1,
+    // h1 in f32 is needed by backward only in f32 compute (16-bit compute keeps h1_c instead).
+    const Tensor h1 = reduced() ? w.h1 : s.h1;
+    be().layernorm_forward(s.x1, master(ln1_gamma_), master(ln1_beta_), config_.layer_norm_eps, h1, s.mean1,
                            s.rstd1);
 
     // Feed-forward: dense + GELU, dense, dropout, residual, LayerNorm.
-    const Tensor h1_c = to_compute(s.h1, s.h1_c);
+    const Tensor h1_c = to_compute(h1, s.h1_c);
     linear_forward(h1_c, ffn_in_weight_, Tensor{}, s.u);
     be().bias_gelu_forward(s.u, master(ffn_in_bias_), s.g, gelu());
     linear_forward(s.g, ffn_out_weight_, master(ffn_out_bias_), w.tmp);
     dropout_forward(step, w.tmp, w.tmp, config_.hidden_dropout_prob, 2);
-    be().add(w.tmp, s.h1, s.x2);
+    be().add(w.tmp, h1, s.x2);
     be().layernorm_forward(s.x2, master(ln2_gamma_), master(ln2_beta_), config_.layer_norm_eps,
                            output.reshape({N, H}), s.mean2, s.rstd2);
   }
@@ -199,7 +202,7 @@ class EncoderLayer final : public BertBlock {
     s.x1 = r.take(DType::f32, {N, H});
     s.mean1 = r.take(DType::f32, {N});
     s.rstd1 = r.take(DType::f32, {N});
-    s.h1 = r.take(DType::f32, {N, H});
+    if (!reduced()) s.h1 = r.take(DType::f32, {N, H});
     s.h1_c = r.take_compute_copy(compute_, {N, H});
     s.u = r.take(c, {N, I});
     s.g = r.take(c, {N, I});
@@ -212,6 +215,7 @@ class EncoderLayer final : public BertBlock {
     const int64_t N = B * T, H = config_.hidden_size, heads = config_.num_attention_heads;
     ForwardScratch w;
     w.tmp = r.take(DType::f32, {N, H});
+    if (reduced()) w.h1 = r.take(DType::f32, {N, H});
     if (!fused_) {
       w.scores = r.take(DType::f32, {B, heads, T, T});
       w.probs_dropped = r.take(compute_, {B, heads, T, T});
