@@ -74,8 +74,7 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   const int rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
   host::GradientSync sync(
       c.communicator, c.communicator2, grads.data(), total,
-      host::GradientSyncOptions{!settings.allreduce_post_accumulation && !grads.copies(),
-                                static_cast<size_t>(settings.allreduce_bucket_mb * (1 << 20) / 4)});
+      host::gradient_sync_options(settings.allreduce_post_accumulation, settings.allreduce_bucket_mb, grads.copies()));
   const bool overlap = world > 1 && sync.overlapping();
   double t_forward = 0, t_backward = 0, t_optimizer = 0, t_comm = 0, t_upload = 0;
   const double base_lr = c.optimizer.call([](loom::Optimizer& o) { return o.base_lr(); });

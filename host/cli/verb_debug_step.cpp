@@ -20,7 +20,7 @@
 #include "loom/host/bert_checkpoint.hpp"
 #include "loom/host/bert_config.hpp"
 #include "loom/host/errors.hpp"
-#include "loom/host/host_mirror.hpp"
+#include "loom/host/run_checkpoint.hpp"
 #include "loom/host/model.hpp"
 #include "loom/host/model_config.hpp"
 #include "loom/host/safetensors.hpp"
@@ -83,15 +83,9 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
                                                              : loom::DType::f32;
   host::Model model(*registry, blocks, config, backend, dtype);
 
-  const host::SafetensorsFile weights = host::SafetensorsFile::open(args.weights);
-  host::HostMirror master(backend, model.master());
-  master.pull();
-  const auto tensors = model.checkpoint_tensors(master.data());
-  const auto aliases = model.checkpoint_aliases();
-  const host::CheckpointLoadReport report = host::load_bert_checkpoint(weights, tensors, aliases);
+  const host::CheckpointLoadReport report =
+      host::load_model_weights(model, host::SafetensorsFile::open(args.weights), {});
   if (!report.ignored.empty() || !report.renamed.empty()) std::cerr << report.summary() << "\n";
-  master.push();
-  model.refresh_compute_weights();
 
   const loom::ActivationShape shape{batch.batch, batch.seq, batch.num_masked()};
   model.reserve(shape);
@@ -126,7 +120,7 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
     backend.copy_to_host(unscaled.data(), model.grads().data, total * sizeof(float));
     for (float& g : unscaled) g /= loss_scale;
     const auto grads = model.checkpoint_tensors(unscaled.data());
-    host::save_bert_checkpoint(args.grads, grads, aliases, {{"content", "gradients of loss"}});
+    host::save_bert_checkpoint(args.grads, grads, model.checkpoint_aliases(), {{"content", "gradients of loss"}});
   }
 }
 

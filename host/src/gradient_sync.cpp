@@ -5,6 +5,10 @@
 
 namespace loom::host {
 
+GradientSyncOptions gradient_sync_options(bool post_accumulation, double bucket_mb, bool grads_are_a_copy) {
+  return {!post_accumulation && !grads_are_a_copy, static_cast<size_t>(bucket_mb * (1 << 20) / sizeof(float))};
+}
+
 GradientSync::GradientSync(const Component<loom::Communicator>& communicator,
                            loom::Communicator2* communicator2, float* grads, size_t total,
                            GradientSyncOptions options)

@@ -85,7 +85,11 @@ CheckpointLoadReport load_model_weights(Model& model, const fs::path& directory,
   if (!fs::exists(path))
     throw std::runtime_error(path.string() + ": no such file (is " + directory.string() +
                              " a checkpoint directory?)");
-  const SafetensorsFile file = SafetensorsFile::open(path);
+  return load_model_weights(model, SafetensorsFile::open(path), options);
+}
+
+CheckpointLoadReport load_model_weights(Model& model, const SafetensorsFile& file,
+                                        const CheckpointLoadOptions& options) {
   // Pulled first: parameters the file lacks keep their current values.
   HostMirror master(model.backend(), model.master());
   master.pull();

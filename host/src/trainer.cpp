@@ -261,14 +261,12 @@ TrainSummary Trainer::run() {
   float* const grads = grads_host.data();
   const RankGroup group{c.communicator, c.communicator2, s.rank, s.world};
   const bool data_parallel = s.world > 1;
-  // Buckets overlapping backward would all-reduce device memory, which needs device collectives.
-  const bool overlap = !cfg.allreduce_post_accumulation && !grads_host.copies();
-  if (data_parallel && !cfg.allreduce_post_accumulation && !overlap)
+  const GradientSyncOptions sync_options =
+      gradient_sync_options(cfg.allreduce_post_accumulation, cfg.allreduce_bucket_mb, grads_host.copies());
+  if (data_parallel && !cfg.allreduce_post_accumulation && !sync_options.overlap)
     spdlog::info("device backend: gradients are all-reduced once after accumulation, on their host copy "
                  "(overlapped buckets need device collectives)");
-  GradientSync sync(
-      c.communicator, c.communicator2, grads, total,
-      GradientSyncOptions{overlap, static_cast<size_t>(cfg.allreduce_bucket_mb * (1 << 20) / sizeof(float))});
+  GradientSync sync(c.communicator, c.communicator2, grads, total, sync_options);
 
   auto save_checkpoint = [&] {
     RunState state;

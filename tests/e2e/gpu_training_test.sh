@@ -37,17 +37,6 @@ for fixture in "$src"/tests/fixtures/parity/*/; do
     1.5e-2 5e-2 1e-1 "$device" > "$work/parity-$name-bf16.log" 2>&1 || { cat "$work/parity-$name-bf16.log"; fail "parity $name bf16-mixed"; }
 done
 
-# Losses of two metrics files agree step for step within a relative bound; prints the worst.
-same_losses() { # a b bound what
-  losses "$1" > "$work/a.txt"; losses "$2" > "$work/b.txt"
-  [ -s "$work/a.txt" ] && [ "$(wc -l < "$work/a.txt")" -eq "$(wc -l < "$work/b.txt")" ] || { fail "$4: different record counts"; return; }
-  worst=$(paste "$work/a.txt" "$work/b.txt" | awk '
-    { d = ($2 - $4) / ($2 == 0 ? 1 : $2); if (d < 0) d = -d; if ($1 != $3) bad = 1; if (d > w) w = d }
-    END { if (bad) print "mismatch"; else printf "%.3g\n", w }')
-  echo "$4: worst relative loss difference $worst (bound $3)"
-  [ "$worst" != mismatch ] && awk -v w="$worst" -v b="$3" 'BEGIN { exit !(w <= b) }' || fail "$4: losses differ by $worst"
-}
-
 # 2. 50 steps, CPU and device, same seed, dropout on (micro-BERT recipe with bert-tiny's config).
 # Runs are named by role (ref: backend/cpu, dev: the backend under test), so BACKEND=cpu works too.
 declare -A backend_of=([ref]=cpu [dev]="$device")

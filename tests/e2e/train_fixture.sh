@@ -65,5 +65,15 @@ keep = 3
 TOML
 }
 
+# Losses of two metrics files agree step for step within a relative bound; prints the worst.
+same_losses() { # a b bound what
+  losses "$1" > "$work/a.txt"; losses "$2" > "$work/b.txt"
+  [ -s "$work/a.txt" ] && [ "$(wc -l < "$work/a.txt")" -eq "$(wc -l < "$work/b.txt")" ] || { fail "$4: different record counts"; return; }
+  worst=$(paste "$work/a.txt" "$work/b.txt" | awk '
+    { d = ($2 - $4) / ($2 == 0 ? 1 : $2); if (d < 0) d = -d; if ($1 != $3) bad = 1; if (d > w) w = d }
+    END { if (bad) print "mismatch"; else printf "%.3g\n", w }')
+  echo "$4: worst relative loss difference $worst (bound $3)"
+  [ "$worst" != mismatch ] && awk -v w="$worst" -v b="$3" 'BEGIN { exit !(w <= b) }' || fail "$4: losses differ by $worst"
+}
 losses() { grep '"type":"train"' "$1" | sed -E 's/.*"loss":([^,]*),.*"step":([0-9]+).*/\2 \1/; s/.*"step":([0-9]+).*"loss":([^,]*),.*/\1 \2/' | sort -n; }
 

@@ -12,14 +12,18 @@
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
 #include "loom/sdk/philox.hpp"
+#include "loom_backend/attention_contract.hpp"
 
 namespace loom_cpu {
 namespace {
 
-/// Extents and element strides of the [B, H, T, d] views of one attention call.
+/// Extents of the [B, H, T, d] views of one attention call.
 struct Heads {
   int64_t B, H, T, d;
 };
+Heads heads_of(const loom_backend::AttentionDims& n) {
+  return {n.batch, n.heads, n.seq, n.head_dim};
+}
 
 /// Element offset of row (b, h, i) of a [B, H, T, d] view (last stride 1).
 int64_t row_offset(const loom::Tensor& t, int64_t b, int64_t h, int64_t i) {
@@ -174,30 +178,6 @@ void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom
   }
 }
 
-/// Checks a [B, H, T, d] head view: 4 dimensions, last stride 1, extents `n`.
-void check_heads(const ArgumentChecks& check, const char* name, const loom::Tensor& t, const Heads& n) {
-  if (!t.defined()) check.fail(std::string(name) + " is absent");
-  if (t.device.type != loom::DeviceType::cpu) check.fail(std::string(name) + " is not in CPU memory");
-  check.shape(name, t, {n.B, n.H, n.T, n.d});
-  if (t.strides[3] != 1) check.fail(std::string(name) + " " + t.describe() + " needs its last stride to be 1");
-}
-
-/// Extents from q, and the checks every attention call shares.
-Heads check_common(const ArgumentChecks& check, const loom::Tensor& q, const loom::Tensor& k,
-                   const loom::Tensor& v, const loom::Tensor& key_mask, const loom::Tensor& lse, float p) {
-  if (q.ndim != 4) check.fail("q " + q.describe() + " must be [B, H, T, d]");
-  const Heads n{q.shape[0], q.shape[1], q.shape[2], q.shape[3]};
-  check_heads(check, "q", q, n);
-  check_heads(check, "k", k, n);
-  check_heads(check, "v", v, n);
-  check.require(k.dtype == q.dtype && v.dtype == q.dtype, "q, k and v must share one dtype");
-  if (check.optional("key_mask", key_mask, {DType::f32})) check.shape("key_mask", key_mask, {n.B, n.T});
-  check.tensor("lse", lse, {DType::f32});
-  check.shape("lse", lse, {n.B, n.H, n.T});
-  check.require(p >= 0.0f && p < 1.0f, "dropout probability " + std::to_string(p) + " is outside [0, 1)");
-  return n;
-}
-
 }  // namespace
 
 bool CpuBackend::fused_attention(int64_t head_dim, int64_t max_seq) const {
@@ -208,9 +188,7 @@ void CpuBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k,
                                    const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                    uint64_t offset, const loom::Tensor& ctx, const loom::Tensor& lse) {
   const auto check = checks("attention_forward");
-  const Heads n = check_common(check, q, k, v, key_mask, lse, p);
-  check_heads(check, "ctx", ctx, n);
-  check.require(ctx.dtype == q.dtype, "ctx must have q's dtype");
+  const Heads n = heads_of(loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse));
   const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
   const DropoutMask dropout(p, seed, offset);
   with_float_storage(q.dtype, "attention_forward", [&](auto s) {
@@ -225,17 +203,8 @@ void CpuBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tenso
                                     uint64_t offset, const loom::Tensor& dq, const loom::Tensor& dk,
                                     const loom::Tensor& dv, const loom::Tensor& delta) {
   const auto check = checks("attention_backward");
-  const Heads n = check_common(check, q, k, v, key_mask, lse, p);
-  check_heads(check, "ctx", ctx, n);
-  check_heads(check, "d_ctx", d_ctx, n);
-  check.require(ctx.dtype == q.dtype, "ctx must have q's dtype");
-  check.require(d_ctx.dtype == DType::f32 || d_ctx.dtype == q.dtype, "d_ctx must be f32 or q's dtype");
-  for (const auto& [name, t] : {std::pair<const char*, const loom::Tensor&>{"dq", dq}, {"dk", dk}, {"dv", dv}}) {
-    check_heads(check, name, t, n);
-    check.require(t.dtype == DType::f32, std::string(name) + " must be f32");
-  }
-  check.tensor("delta", delta, {DType::f32});
-  check.shape("delta", delta, {n.B, n.H, n.T});
+  const Heads n = heads_of(
+      loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask, p, dq, dk, dv, delta));
   const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
   const DropoutMask dropout(p, seed, offset);
   with_float_storage(q.dtype, "attention_backward", [&](auto s) {

@@ -1,15 +1,14 @@
-// Loads and stores of f32/bf16/f16 activations as f32, and dispatch on a float dtype.
+// Loads and stores of f32/bf16/f16 activations as f32 (dispatch on a float dtype:
+// loom_backend/float_dispatch.hpp).
 //
 // Kernels are templates over the storage type S (float, BFloat16 or Half); arithmetic is always
 // f32. The 16-bit paths are the integer formulas of loom/sdk/float16.hpp (round to nearest even),
 // written so the compiler vectorises them with the surrounding loop.
 #pragma once
 
-#include <string>
-
-#include "loom/sdk/error.hpp"
 #include "loom/sdk/float16.hpp"
 #include "loom/sdk/tensor.hpp"
+#include "loom_backend/float_dispatch.hpp"
 
 namespace loom_cpu {
 
@@ -36,23 +35,6 @@ inline void store(Half* p, int64_t i, float v) {
   p[i].bits = loom::f32_to_f16_bits(v);
 }
 
-/// Calls `body(S{})` with S = float, BFloat16 or Half matching `dtype` (other dtypes: error naming op).
-template <typename Body>
-void with_float_storage(DType dtype, const char* op, Body&& body) {
-  switch (dtype) {
-    case DType::f32:
-      body(float{});
-      return;
-    case DType::bf16:
-      body(BFloat16{});
-      return;
-    case DType::f16:
-      body(Half{});
-      return;
-    default:
-      throw loom::Error(std::string(op) + ": dtype " + loom::dtype_name(dtype) +
-                        " is not supported (f32, bf16 or f16)");
-  }
-}
+using loom_backend::with_float_storage;
 
 }  // namespace loom_cpu

@@ -63,12 +63,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t j0 = static_cast<int64_t>(blockIdx.x) * kBlockRows;
   const float inv_seq = 1.0f / static_cast<float>(T);
 
-  for (int idx = threadIdx.x; idx < kBlockRows * d; idx += blockDim.x) {
-    const int r = idx / d, c = idx - r * d;
-    const bool inside = j0 + r < T;
-    k_tile[idx] = inside ? load(k.row(b, h, j0 + r), c) : 0.0f;
-    v_tile[idx] = inside ? load(v.row(b, h, j0 + r), c) : 0.0f;
-  }
+  stage_rows(k_tile, d, k, b, h, j0, kBlockRows, T, d);
+  stage_rows(v_tile, d, v, b, h, j0, kBlockRows, T, d);
   float dk_acc[kPerWarp][kChunks], dv_acc[kPerWarp][kChunks];
 #pragma unroll
   for (int kk = 0; kk < kPerWarp; ++kk)
@@ -77,12 +73,8 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   for (int64_t i0 = 0; i0 < T; i0 += kTile) {
     __syncthreads();
-    for (int idx = threadIdx.x; idx < kTile * d; idx += blockDim.x) {
-      const int ii = idx / d, c = idx - ii * d;
-      const bool inside = i0 + ii < T;
-      q_tile[ii * (d + 1) + c] = inside ? load(q.row(b, h, i0 + ii), c) : 0.0f;
-      g_tile[ii * (d + 1) + c] = inside ? load(d_ctx.row(b, h, i0 + ii), c) : 0.0f;
-    }
+    stage_rows(q_tile, d + 1, q, b, h, i0, kTile, T, d);
+    stage_rows(g_tile, d + 1, d_ctx, b, h, i0, kTile, T, d);
     if (threadIdx.x < kTile) {
       const bool inside = i0 + threadIdx.x < T;
       lse_tile[threadIdx.x] = inside ? lse[bh * T + i0 + threadIdx.x] : 0.0f;
@@ -159,12 +151,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kBlockRows;
   const float inv_seq = 1.0f / static_cast<float>(T);
 
-  for (int idx = threadIdx.x; idx < kBlockRows * d; idx += blockDim.x) {
-    const int r = idx / d, c = idx - r * d;
-    const bool inside = q0 + r < T;
-    q_tile[idx] = inside ? load(q.row(b, h, q0 + r), c) : 0.0f;
-    g_tile[idx] = inside ? load(d_ctx.row(b, h, q0 + r), c) : 0.0f;
-  }
+  stage_rows(q_tile, d, q, b, h, q0, kBlockRows, T, d);
+  stage_rows(g_tile, d, d_ctx, b, h, q0, kBlockRows, T, d);
   float row_lse[kPerWarp], row_delta[kPerWarp], dq_acc[kPerWarp][kChunks];
 #pragma unroll
   for (int rr = 0; rr < kPerWarp; ++rr) {
@@ -177,12 +165,8 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   for (int64_t j0 = 0; j0 < T; j0 += kTile) {
     __syncthreads();
-    for (int idx = threadIdx.x; idx < kTile * d; idx += blockDim.x) {
-      const int jj = idx / d, c = idx - jj * d;
-      const bool inside = j0 + jj < T;
-      k_tile[jj * (d + 1) + c] = inside ? load(k.row(b, h, j0 + jj), c) : 0.0f;
-      v_tile[jj * (d + 1) + c] = inside ? load(v.row(b, h, j0 + jj), c) : 0.0f;
-    }
+    stage_rows(k_tile, d + 1, k, b, h, j0, kTile, T, d);
+    stage_rows(v_tile, d + 1, v, b, h, j0, kTile, T, d);
     __syncthreads();
     const int64_t j = j0 + lane;
     const bool valid = j < T;
@@ -273,24 +257,15 @@ void CudaBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tens
                                      uint64_t offset, const loom::Tensor& dq, const loom::Tensor& dk,
                                      const loom::Tensor& dv, const loom::Tensor& delta) {
   const auto check = checks("attention_backward");
-  const AttentionShape shape = check_attention(check, q, k, v, key_mask, lse, scale, p, seed, offset);
-  check_head_view(check, "ctx", ctx, q);
-  check.require(ctx.dtype == q.dtype, "ctx " + ctx.describe() + " needs q's dtype");
-  check_head_view(check, "d_ctx", d_ctx, q);
-  check.require(d_ctx.dtype == DType::f32 || d_ctx.dtype == q.dtype,
-                "d_ctx " + d_ctx.describe() + " must be f32 or q's dtype");
-  for (const auto* t : {&dq, &dk, &dv}) {
-    const char* name = t == &dq ? "dq" : t == &dk ? "dk" : "dv";
-    check_head_view(check, name, *t, q);
-    check.dtype(name, *t, {DType::f32});
-  }
-  check.tensor("delta", delta, {DType::f32});
-  check.shape("delta", delta, {shape.batch, shape.heads, shape.seq});
+  const AttentionShape shape = attention_shape(
+      check,
+      loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask, p, dq, dk, dv, delta),
+      scale, p, seed, offset);
   if (shape.batch * shape.heads * shape.seq == 0) return;
   const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
   const auto* lse_data = static_cast<const float*>(lse.data);
   auto* delta_data = static_cast<float*>(delta.data);
-  with_float_type(q.dtype, "attention_backward", [&](auto tag) {
+  with_float_storage(q.dtype, "attention_backward", [&](auto tag) {
     using S = decltype(tag);
     const auto run = [&](auto g_tag) {
       using G = decltype(g_tag);

@@ -37,10 +37,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t bh = blockIdx.y, b = bh / shape.heads, h = bh % shape.heads;
   const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kBlockRows;
 
-  for (int idx = threadIdx.x; idx < kBlockRows * d; idx += blockDim.x) {
-    const int r = idx / d, c = idx - r * d;
-    q_tile[idx] = q0 + r < T ? load(q.row(b, h, q0 + r), c) : 0.0f;
-  }
+  stage_rows(q_tile, d, q, b, h, q0, kBlockRows, T, d);
   float m[kRowsPerWarp], l[kRowsPerWarp], o[kRowsPerWarp][kChunks];
 #pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
@@ -52,12 +49,8 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   for (int64_t j0 = 0; j0 < T; j0 += kKeyTile) {
     __syncthreads();  // the previous tile is no longer read (and q_tile is complete)
-    for (int idx = threadIdx.x; idx < kKeyTile * d; idx += blockDim.x) {
-      const int jj = idx / d, c = idx - jj * d;
-      const bool inside = j0 + jj < T;
-      k_tile[jj * (d + 1) + c] = inside ? load(k.row(b, h, j0 + jj), c) : 0.0f;
-      v_tile[jj * d + c] = inside ? load(v.row(b, h, j0 + jj), c) : 0.0f;
-    }
+    stage_rows(k_tile, d + 1, k, b, h, j0, kKeyTile, T, d);
+    stage_rows(v_tile, d, v, b, h, j0, kKeyTile, T, d);
     __syncthreads();
     const int64_t j = j0 + lane;
     const bool valid = j < T;
@@ -128,12 +121,11 @@ void CudaBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k
                                     const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                     uint64_t offset, const loom::Tensor& ctx, const loom::Tensor& lse) {
   const auto check = checks("attention_forward");
-  const AttentionShape shape = check_attention(check, q, k, v, key_mask, lse, scale, p, seed, offset);
-  check_head_view(check, "ctx", ctx, q);
-  check.require(ctx.dtype == q.dtype, "ctx " + ctx.describe() + " needs q's dtype");
+  const AttentionShape shape = attention_shape(
+      check, loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse), scale, p, seed, offset);
   if (shape.batch * shape.heads * shape.seq == 0) return;
   const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
-  with_float_type(q.dtype, "attention_forward", [&](auto tag) {
+  with_float_storage(q.dtype, "attention_forward", [&](auto tag) {
     using S = decltype(tag);
     if (shape.head_dim <= 64)
       launch_forward<S, 2>(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);

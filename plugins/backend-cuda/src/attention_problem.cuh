@@ -7,6 +7,8 @@
 
 #include "loom/sdk/philox.hpp"
 #include "loom_backend/argument_checks.hpp"
+#include "loom_backend/attention_contract.hpp"
+#include "float_storage.cuh"
 #include "philox_device.cuh"
 
 namespace loom_cuda {
@@ -29,6 +31,18 @@ struct HeadView {
 template <typename S>
 HeadView<S> head_view(const loom::Tensor& t) {
   return HeadView<S>{static_cast<S*>(t.data), t.strides[0], t.strides[1], t.strides[2]};
+}
+
+/// Block-cooperative copy of rows [first, first + count) of head (b, h) of `view` into the f32
+/// shared-memory tile `tile` (row pitch `pitch` floats: d, or d + 1 where lanes read columns of
+/// different rows); rows at or past `seq` become zeros.
+template <typename S>
+__device__ __forceinline__ void stage_rows(float* tile, int pitch, HeadView<const S> view, int64_t b, int64_t h,
+                                           int64_t first, int count, int64_t seq, int d) {
+  for (int idx = threadIdx.x; idx < count * d; idx += blockDim.x) {
+    const int r = idx / d, c = idx - r * d;
+    tile[r * pitch + c] = first + r < seq ? load(view.row(b, h, first + r), c) : 0.0f;
+  }
 }
 
 /// The shape and the scalar parameters every attention kernel takes.
@@ -55,41 +69,15 @@ __device__ __forceinline__ bool all_keys_masked(float lse) {
   return lse < -1.0e37f;
 }
 
-/// Validates a [B, H, T, d] head view and returns nothing; `reference` gives the shape.
-inline void check_head_view(const ArgumentChecks& check, const char* name, const loom::Tensor& t,
-                            const loom::Tensor& reference) {
-  check.on_device(name, t);
-  check.require(t.ndim == 4, std::string(name) + " " + t.describe() + " must be [B, H, T, d]");
-  check.same_shape(name, t, "q", reference);
-  check.require(t.shape[3] <= 1 || t.strides[3] == 1,
-                std::string(name) + " " + t.describe() + " must have stride 1 in its last dimension");
-}
-
-/// Checks shared by forward and backward; returns the shape.
-inline AttentionShape check_attention(const ArgumentChecks& check, const loom::Tensor& q,
-                                      const loom::Tensor& k, const loom::Tensor& v,
-                                      const loom::Tensor& key_mask, const loom::Tensor& lse, float scale,
+/// The shape of a validated call (loom_backend/attention_contract.hpp) plus this backend's kernel
+/// limits: head dim ≤ 128 (registers hold a row as up to four 32-lane chunks), B·H ≤ 65535 (grid y).
+inline AttentionShape attention_shape(const ArgumentChecks& check, const loom_backend::AttentionDims& n, float scale,
                                       float p, uint64_t seed, uint64_t offset) {
-  check.on_device("q", q);
-  check.require(q.ndim == 4, "q " + q.describe() + " must be [B, H, T, d]");
-  check.dtype("q", q, {loom::DType::f32, loom::DType::bf16, loom::DType::f16});
-  check_head_view(check, "q", q, q);
-  check_head_view(check, "k", k, q);
-  check_head_view(check, "v", v, q);
-  check.require(k.dtype == q.dtype && v.dtype == q.dtype, "q, k and v need one dtype");
-  AttentionShape shape{q.shape[0], q.shape[1], q.shape[2], q.shape[3], scale,
-                       p > 0.0f,   0u,         1.0f,       seed,       offset};
-  check.require(shape.head_dim >= 1 && shape.head_dim <= kAttentionMaxHeadDim,
-                "head dim " + std::to_string(shape.head_dim) + " is outside [1, 128]");
-  check.require(shape.batch * shape.heads <= 65535, "at most 65535 batch·heads");
-  if (check.optional("key_mask", key_mask, {loom::DType::f32}))
-    check.shape("key_mask", key_mask, {shape.batch, shape.seq});
-  check.tensor("lse", lse, {loom::DType::f32});
-  check.shape("lse", lse, {shape.batch, shape.heads, shape.seq});
-  check.require(p >= 0.0f && p < 1.0f, "drop probability " + std::to_string(p) + " is outside [0, 1)");
-  shape.threshold = loom::dropout_threshold(p);
-  shape.inv_keep = 1.0f / (1.0f - p);
-  return shape;
+  check.require(n.head_dim >= 1 && n.head_dim <= kAttentionMaxHeadDim,
+                "head dim " + std::to_string(n.head_dim) + " is outside [1, 128]");
+  check.require(n.batch * n.heads <= 65535, "at most 65535 batch·heads");
+  return AttentionShape{n.batch, n.heads, n.seq, n.head_dim, scale, p > 0.0f, loom::dropout_threshold(p),
+                        1.0f / (1.0f - p), seed, offset};
 }
 
 }  // namespace loom_cuda

@@ -186,8 +186,8 @@ void CudaBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& b
   const int64_t n = x.numel();
   if (n == 0) return;
   const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-  with_float_type(x.dtype, "bias_gelu_forward", [&](auto xs) {
-    with_float_type(y.dtype, "bias_gelu_forward", [&](auto ys) {
+  with_float_storage(x.dtype, "bias_gelu_forward", [&](auto xs) {
+    with_float_storage(y.dtype, "bias_gelu_forward", [&](auto ys) {
       using SX = decltype(xs);
       using SY = decltype(ys);
       bias_gelu_forward_kernel<SX, SY><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
@@ -205,7 +205,7 @@ void CudaBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor&
   if (n == 0) return;
   const int64_t rows = n / cols;
   const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-  with_float_type(x.dtype, "bias_gelu_backward", [&](auto xs) {
+  with_float_storage(x.dtype, "bias_gelu_backward", [&](auto xs) {
     using SX = decltype(xs);
     bias_gelu_backward_kernel<SX><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
         static_cast<const float*>(dy.data), static_cast<const SX*>(x.data), b, static_cast<float*>(dx.data),
@@ -263,9 +263,9 @@ void CudaBackend::add(const loom::Tensor& a, const loom::Tensor& b, const loom::
     check_launch("add");
     return;
   }
-  with_float_type(a.dtype, "add", [&](auto at) {
-    with_float_type(b.dtype, "add", [&](auto bt) {
-      with_float_type(out.dtype, "add", [&](auto ot) {
+  with_float_storage(a.dtype, "add", [&](auto at) {
+    with_float_storage(b.dtype, "add", [&](auto bt) {
+      with_float_storage(out.dtype, "add", [&](auto ot) {
         using A = decltype(at);
         using B = decltype(bt);
         using O = decltype(ot);

@@ -58,8 +58,8 @@ void CudaBackend::dropout_forward(const loom::Tensor& x, const loom::Tensor& y, 
                                   uint64_t offset) {
   const auto check = checks("dropout_forward");
   loom_backend::check_dropout_forward(check, x, y, p);
-  with_float_type(x.dtype, "dropout_forward", [&](auto xt) {
-    with_float_type(y.dtype, "dropout_forward", [&](auto yt) {
+  with_float_storage(x.dtype, "dropout_forward", [&](auto xt) {
+    with_float_storage(y.dtype, "dropout_forward", [&](auto yt) {
       using SI = decltype(xt);
       using SO = decltype(yt);
       launch_dropout(static_cast<const SI*>(x.data), static_cast<SO*>(y.data), x.numel(), p, seed, offset,

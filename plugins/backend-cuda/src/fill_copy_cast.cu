@@ -94,8 +94,8 @@ void CudaBackend::cast(const loom::Tensor& src, const loom::Tensor& dst) {
   loom_backend::check_cast(check, src, dst);
   const int64_t n = src.numel();
   if (n == 0) return;
-  with_float_type(src.dtype, "cast", [&](auto s_tag) {
-    with_float_type(dst.dtype, "cast", [&](auto d_tag) {
+  with_float_storage(src.dtype, "cast", [&](auto s_tag) {
+    with_float_storage(dst.dtype, "cast", [&](auto d_tag) {
       using SI = decltype(s_tag);
       using SO = decltype(d_tag);
       cast_kernel<SI, SO><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<const SI*>(src.data),
@@ -112,7 +112,7 @@ void CudaBackend::scale_strided(const loom::Tensor& c, float beta) {
     zero(c);
     return;
   }
-  with_float_type(c.dtype, "gemm", [&](auto tag) {
+  with_float_storage(c.dtype, "gemm", [&](auto tag) {
     using S = decltype(tag);
     scale_strided_kernel<S><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<S*>(c.data),
                                                                              StridedLayout::of(c), n, beta);

@@ -1,17 +1,16 @@
 // f32 loads and stores of every float storage type on the device, rounding exactly as
-// loom/sdk/float16.hpp (so GPU and CPU results agree bit for bit), and the host dispatch from a
-// DType to its storage type.
+// loom/sdk/float16.hpp (so GPU and CPU results agree bit for bit). The host dispatch from a
+// DType to its storage type is backend-contracts' with_float_storage, shared with backend/cpu.
 #pragma once
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <string>
 
-#include "loom/sdk/error.hpp"
 #include "loom/sdk/float16.hpp"
 #include "loom/sdk/tensor.hpp"
+#include "loom_backend/float_dispatch.hpp"
 
 namespace loom_cuda {
 
@@ -59,22 +58,6 @@ __device__ __forceinline__ void store(S* p, int64_t i, float v) {
   p[i] = from_float<S>(v);
 }
 
-/// Calls body(S{}) with the storage type of a float dtype (f32, bf16, f16); throws for others.
-template <typename Body>
-void with_float_type(loom::DType dtype, const char* op, Body&& body) {
-  switch (dtype) {
-    case loom::DType::f32:
-      body(float{});
-      return;
-    case loom::DType::bf16:
-      body(loom::BFloat16{});
-      return;
-    case loom::DType::f16:
-      body(loom::Half{});
-      return;
-    default:
-      throw loom::Error(std::string(op) + ": dtype " + loom::dtype_name(dtype) + " is not a float dtype");
-  }
-}
+using loom_backend::with_float_storage;
 
 }  // namespace loom_cuda

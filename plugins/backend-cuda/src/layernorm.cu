@@ -97,8 +97,8 @@ void CudaBackend::layernorm_forward(const loom::Tensor& x, const loom::Tensor& g
       loom_backend::check_layernorm_forward(check, x, gamma, beta, eps, y, mean, rstd);
   const int64_t rows = shape.rows, cols = shape.cols;
   if (rows == 0) return;
-  with_float_type(x.dtype, "layernorm_forward", [&](auto xt) {
-    with_float_type(y.dtype, "layernorm_forward", [&](auto yt) {
+  with_float_storage(x.dtype, "layernorm_forward", [&](auto xt) {
+    with_float_storage(y.dtype, "layernorm_forward", [&](auto yt) {
       using SX = decltype(xt);
       using SY = decltype(yt);
       layernorm_forward_kernel<SX, SY><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
@@ -121,7 +121,7 @@ void CudaBackend::layernorm_backward(const loom::Tensor& dy, const loom::Tensor&
   if (rows == 0) return;
   const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
   float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));
-  with_float_type(x.dtype, "layernorm_backward", [&](auto xt) {
+  with_float_storage(x.dtype, "layernorm_backward", [&](auto xt) {
     using SX = decltype(xt);
     const auto* xs = static_cast<const SX*>(x.data);
     const auto* dys = static_cast<const float*>(dy.data);

@@ -116,7 +116,7 @@ void CudaBackend::check_finite(const loom::Tensor& x, const loom::Tensor& flag) 
   loom_backend::check_finite_flag(check, x, flag);
   const int64_t n = x.numel();
   if (n == 0) return;
-  with_float_type(x.dtype, "check_finite", [&](auto t) {
+  with_float_storage(x.dtype, "check_finite", [&](auto t) {
     using S = decltype(t);
     check_finite_kernel<S><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<const S*>(x.data), n,
                                                                             static_cast<int32_t*>(flag.data));

@@ -98,8 +98,8 @@ void CudaBackend::softmax_forward(const loom::Tensor& scores, const loom::Tensor
   if (shape.empty()) return;
   const int64_t rows = shape.rows, cols = shape.cols, rows_per_batch = shape.rows_per_batch;
   const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
-  with_float_type(scores.dtype, "softmax_forward", [&](auto st) {
-    with_float_type(probs.dtype, "softmax_forward", [&](auto pt) {
+  with_float_storage(scores.dtype, "softmax_forward", [&](auto st) {
+    with_float_storage(probs.dtype, "softmax_forward", [&](auto pt) {
       using SI = decltype(st);
       using SO = decltype(pt);
       softmax_forward_kernel<SI, SO><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
@@ -116,7 +116,7 @@ void CudaBackend::softmax_backward(const loom::Tensor& dprobs, const loom::Tenso
   const loom_backend::SoftmaxRows shape = loom_backend::check_softmax_backward(check, dprobs, probs, dscores);
   if (shape.empty()) return;
   const int64_t rows = shape.rows, cols = shape.cols;
-  with_float_type(probs.dtype, "softmax_backward", [&](auto pt) {
+  with_float_storage(probs.dtype, "softmax_backward", [&](auto pt) {
     using SP = decltype(pt);
     softmax_backward_kernel<SP><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
         static_cast<const float*>(dprobs.data), static_cast<const SP*>(probs.data), scale,

@@ -25,6 +25,11 @@ struct GradientSyncOptions {
   size_t bucket_elements = 25u << 18;  ///< 25 MiB of f32
 };
 
+/// What `loom run` and `loom bench` ask for: buckets of `bucket_mb` MiB overlapping backward unless
+/// [train] allreduce_post_accumulation, or unless the gradients are a host copy of device memory
+/// (host_mirror.hpp), which is complete only once backward has ended.
+GradientSyncOptions gradient_sync_options(bool post_accumulation, double bucket_mb, bool grads_are_a_copy);
+
 class GradientSync {
  public:
   GradientSync(const Component<loom::Communicator>& communicator, loom::Communicator2* communicator2,

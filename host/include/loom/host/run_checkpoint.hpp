@@ -48,6 +48,10 @@ void write_run_checkpoint(const std::filesystem::path& directory, const Model& m
 /// for `options`) and refreshes its working weights.
 CheckpointLoadReport load_model_weights(Model& model, const std::filesystem::path& directory,
                                         const CheckpointLoadOptions& options);
+/// The same from an open safetensors file of BERT weights (`loom debug-step --weights`): on any
+/// backend, parameters the file lacks keep their current values.
+CheckpointLoadReport load_model_weights(Model& model, const SafetensorsFile& file,
+                                        const CheckpointLoadOptions& options);
 
 /// Restores the optimizer's state tensors from optimizer.safetensors; throws naming the file when
 /// a tensor is missing or has another size.
