@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "loom/host/metrics_log.hpp"
+#include "metrics/metrics_log.hpp"
 #include "smoothing.hpp"
 
 namespace loom::dash {

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "loom/host/stop_request.hpp"
-#include "loom/host/trainer.hpp"
+#include "control/stop_request.hpp"
+#include "train/trainer.hpp"
 
 namespace loom::dash {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cli_context.hpp"
-#include "loom/host/run_control.hpp"
-#include "loom/host/run_observer.hpp"
+#include "control/run_control.hpp"
+#include "metrics/run_observer.hpp"
 #include "run_source.hpp"
 
 namespace loom::dash {

@@ -26,7 +26,7 @@
 #include "dashboard.hpp"
 #include "file_follower.hpp"
 #include "in_process_run.hpp"
-#include "loom/host/errors.hpp"
+#include "recipe/errors.hpp"
 #include "png_file.hpp"
 #include "stream_client.hpp"
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loom/host/metrics_stream_protocol.hpp"
+#include "metrics/metrics_stream_protocol.hpp"
 
 namespace loom::dash {
 

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "loom/host/errors.hpp"
+#include "recipe/errors.hpp"
 
-#include "loom/host/recipe_check.hpp"
+#include "train/recipe_check.hpp"
 
 namespace loom::cli {
 

@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "loom/host/plugin_registry.hpp"
-#include "loom/host/recipe.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "recipe/recipe.hpp"
 
 namespace loom::cli {
 

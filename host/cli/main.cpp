@@ -7,8 +7,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli_context.hpp"
-#include "loom/host/errors.hpp"
-#include "loom/host/stop_request.hpp"
+#include "recipe/errors.hpp"
+#include "control/stop_request.hpp"
 #include "loom/sdk/version.hpp"
 
 namespace {

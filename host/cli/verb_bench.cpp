@@ -20,13 +20,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
-#include "loom/host/gradient_sync.hpp"
-#include "loom/host/host_mirror.hpp"
-#include "loom/host/model_setup.hpp"
-#include "loom/host/run_components.hpp"
-#include "loom/host/run_settings.hpp"
-#include "loom/host/trainer.hpp"
-#include "loom/host/training_flops.hpp"
+#include "train/gradient_sync.hpp"
+#include "model/host_mirror.hpp"
+#include "model/model_setup.hpp"
+#include "train/run_components.hpp"
+#include "recipe/run_settings.hpp"
+#include "train/trainer.hpp"
+#include "model/training_flops.hpp"
 #include "loom/sdk/backend2.hpp"
 
 namespace loom::cli {

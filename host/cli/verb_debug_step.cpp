@@ -15,15 +15,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
-#include "loom/host/batch_json.hpp"
-#include "loom/host/batch_staging.hpp"
-#include "loom/host/bert_checkpoint.hpp"
-#include "loom/host/bert_config.hpp"
-#include "loom/host/errors.hpp"
-#include "loom/host/run_checkpoint.hpp"
-#include "loom/host/model.hpp"
-#include "loom/host/model_config.hpp"
-#include "loom/host/safetensors.hpp"
+#include "model/batch_json.hpp"
+#include "model/batch_staging.hpp"
+#include "checkpoint/bert_checkpoint.hpp"
+#include "model/bert_config.hpp"
+#include "recipe/errors.hpp"
+#include "train/run_checkpoint.hpp"
+#include "model/model.hpp"
+#include "model/model_config.hpp"
+#include "checkpoint/safetensors.hpp"
 #include "loom/sdk/component_kind.hpp"
 
 namespace loom::cli {

@@ -3,13 +3,13 @@
 #include <iostream>
 
 #include "cli_context.hpp"
-#include "loom/host/batch_staging.hpp"
-#include "loom/host/evaluator.hpp"
-#include "loom/host/host_batch_buffers.hpp"
-#include "loom/host/model_setup.hpp"
-#include "loom/host/run_checkpoint.hpp"
-#include "loom/host/run_components.hpp"
-#include "loom/host/run_settings.hpp"
+#include "model/batch_staging.hpp"
+#include "eval/evaluator.hpp"
+#include "model/host_batch_buffers.hpp"
+#include "model/model_setup.hpp"
+#include "train/run_checkpoint.hpp"
+#include "train/run_components.hpp"
+#include "recipe/run_settings.hpp"
 
 namespace loom::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
-#include "loom/host/errors.hpp"
+#include "recipe/errors.hpp"
 #include "loom/sdk/component_kind.hpp"
 
 namespace loom::cli {

@@ -15,12 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
-#include "loom/host/batch_staging.hpp"
-#include "loom/host/bert_config.hpp"
-#include "loom/host/evaluator.hpp"
-#include "loom/host/model.hpp"
-#include "loom/host/model_config.hpp"
-#include "loom/host/run_checkpoint.hpp"
+#include "model/batch_staging.hpp"
+#include "model/bert_config.hpp"
+#include "eval/evaluator.hpp"
+#include "model/model.hpp"
+#include "model/model_config.hpp"
+#include "train/run_checkpoint.hpp"
 #include "loom/sdk/tokenizer.hpp"
 
 namespace loom::cli {

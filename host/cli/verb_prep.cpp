@@ -1,4 +1,4 @@
-// `loom prep pretraining`: raw text → HDF5 pretraining shards (host/src/pretraining_prep.cpp).
+// `loom prep pretraining`: raw text → HDF5 pretraining shards (host/prep/pretraining_prep.cpp).
 // The tokenizer is the `tokenizer/wordpiece` component, created through the plugin registry like
 // any recipe component (wordpiece_component.hpp), with options `vocab` and `cased`.
 #include <iostream>
@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "cli_context.hpp"
-#include "loom/host/errors.hpp"
-#include "loom/host/pretraining_prep.hpp"
+#include "recipe/errors.hpp"
+#include "prep/pretraining_prep.hpp"
 #include "loom/sdk/tokenizer.hpp"
 #include "wordpiece_component.hpp"
 

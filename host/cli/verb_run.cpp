@@ -10,11 +10,11 @@
 #include <spdlog/spdlog.h>
 
 #include "cli_context.hpp"
-#include "loom/host/launch_environment.hpp"
-#include "loom/host/metrics_log.hpp"
-#include "loom/host/run_directory_lock.hpp"
-#include "loom/host/run_settings.hpp"
-#include "loom/host/trainer.hpp"
+#include "train/launch_environment.hpp"
+#include "metrics/metrics_log.hpp"
+#include "train/run_directory_lock.hpp"
+#include "recipe/run_settings.hpp"
+#include "train/trainer.hpp"
 
 namespace loom::cli {
 namespace {

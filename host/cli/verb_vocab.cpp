@@ -1,5 +1,5 @@
 // `loom vocab train --input PATH... --size N --output vocab.txt [--cased] [--min-frequency F]`:
-// learns a WordPiece vocabulary (host/src/wordpiece_trainer.cpp), writes it atomically, then
+// learns a WordPiece vocabulary (host/prep/wordpiece_trainer.cpp), writes it atomically, then
 // tokenizes the training text with it and reports the [UNK] count (0 by construction, apart from
 // pieces over 100 characters, which BERT maps to [UNK] whatever the vocabulary).
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "cli_context.hpp"
-#include "loom/host/errors.hpp"
-#include "loom/host/wordpiece_trainer.hpp"
+#include "recipe/errors.hpp"
+#include "prep/wordpiece_trainer.hpp"
 #include "wordpiece_component.hpp"
 
 namespace loom::cli {

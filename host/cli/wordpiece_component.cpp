@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "loom/host/errors.hpp"
+#include "recipe/errors.hpp"
 
 namespace loom::cli {
 

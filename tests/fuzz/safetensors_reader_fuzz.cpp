@@ -8,7 +8,7 @@
 #include <optional>
 #include <span>
 
-#include "loom/host/safetensors.hpp"
+#include "checkpoint/safetensors.hpp"
 
 using loom::host::SafetensorsDtype;
 using loom::host::SafetensorsError;

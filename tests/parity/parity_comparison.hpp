@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loom/host/safetensors.hpp"
+#include "checkpoint/safetensors.hpp"
 
 namespace loom::parity {
 

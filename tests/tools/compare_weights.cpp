@@ -8,7 +8,7 @@
 #include <iostream>
 #include <string>
 
-#include "loom/host/safetensors.hpp"
+#include "checkpoint/safetensors.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {

@@ -1,8 +1,8 @@
 // backend/cpu through the host registry, as a run creates it: options, threads, errors.
 #include <gtest/gtest.h>
 
-#include "loom/host/errors.hpp"
-#include "loom/host/plugin_registry.hpp"
+#include "recipe/errors.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/backend.hpp"
 
 namespace {

@@ -15,8 +15,8 @@
 #include <random>
 #include <vector>
 
-#include "loom/host/batch_staging.hpp"
-#include "loom/host/plugin_registry.hpp"
+#include "model/batch_staging.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/component_kind.hpp"

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "block_harness.hpp"
-#include "loom/host/batch_json.hpp"
-#include "loom/host/batch_staging.hpp"
+#include "model/batch_json.hpp"
+#include "model/batch_staging.hpp"
 
 namespace loom_bert_test {
 namespace {

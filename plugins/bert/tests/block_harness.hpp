@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "loom/host/batch_staging.hpp"
-#include "loom/host/component.hpp"
-#include "loom/host/plugin_registry.hpp"
+#include "model/batch_staging.hpp"
+#include "plugins/component.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 

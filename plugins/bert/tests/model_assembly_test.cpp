@@ -7,11 +7,11 @@
 #include <fstream>
 
 #include "block_harness.hpp"
-#include "loom/host/bert_config.hpp"
-#include "loom/host/errors.hpp"
-#include "loom/host/model.hpp"
-#include "loom/host/model_config.hpp"
-#include "loom/host/model_recipe.hpp"
+#include "model/bert_config.hpp"
+#include "recipe/errors.hpp"
+#include "model/model.hpp"
+#include "model/model_config.hpp"
+#include "model/model_recipe.hpp"
 
 namespace loom_bert_test {
 namespace {

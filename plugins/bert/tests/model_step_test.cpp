@@ -12,8 +12,8 @@
 #include <new>
 
 #include "block_harness.hpp"
-#include "loom/host/batch_staging.hpp"
-#include "loom/host/model.hpp"
+#include "model/batch_staging.hpp"
+#include "model/model.hpp"
 
 // The replacement operator new/delete below pair malloc with free; GCC 12 flags the inlined free
 // at delete sites as a mismatch (a false positive for replaced global operators).

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/host/errors.hpp"
-#include "loom/host/plugin_registry.hpp"
+#include "recipe/errors.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/float16.hpp"
 

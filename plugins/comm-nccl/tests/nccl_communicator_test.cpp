@@ -6,7 +6,7 @@
 #include <iostream>
 #include <vector>
 
-#include "loom/host/plugin_registry.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/communicator2.hpp"
 
 namespace {

@@ -1,8 +1,8 @@
 // communicator/local through the host, as a run uses it.
 #include <gtest/gtest.h>
 
-#include "loom/host/errors.hpp"
-#include "loom/host/plugin_registry.hpp"
+#include "recipe/errors.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/communicator.hpp"
 
 namespace {

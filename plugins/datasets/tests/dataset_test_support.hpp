@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/host/plugin_registry.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/tokenizer.hpp"
 

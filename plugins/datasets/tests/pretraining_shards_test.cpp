@@ -10,8 +10,8 @@
 
 #include "dataset_test_support.hpp"
 #include "hdf5_shard.hpp"
-#include "loom/host/pretraining_instances.hpp"
-#include "loom/host/pretraining_shard_writer.hpp"
+#include "prep/pretraining_instances.hpp"
+#include "prep/pretraining_shard_writer.hpp"
 
 namespace fs = std::filesystem;
 using namespace datasets_test;

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "loom/host/plugin_registry.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/optimizer.hpp"
 
 namespace {

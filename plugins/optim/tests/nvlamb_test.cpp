@@ -6,7 +6,7 @@
 
 #include "component_loader.hpp"
 #include "flat_problem.hpp"
-#include "loom/host/errors.hpp"
+#include "recipe/errors.hpp"
 
 namespace {
 

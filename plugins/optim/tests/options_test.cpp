@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "component_loader.hpp"
-#include "loom/host/errors.hpp"
+#include "recipe/errors.hpp"
 #include "loom/sdk/optimizer.hpp"
 #include "loom/sdk/schedule.hpp"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "component_loader.hpp"
-#include "loom/host/errors.hpp"
+#include "recipe/errors.hpp"
 #include "loom/sdk/schedule.hpp"
 
 namespace {

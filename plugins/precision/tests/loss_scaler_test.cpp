@@ -2,7 +2,7 @@
 // growth after growth_interval clean steps, the cap, the floor that stops the run — and its state.
 #include <gtest/gtest.h>
 
-#include "loom/host/errors.hpp"
+#include "recipe/errors.hpp"
 #include "precision_loader.hpp"
 
 namespace {

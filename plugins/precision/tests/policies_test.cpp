@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "loom/host/errors.hpp"
+#include "recipe/errors.hpp"
 #include "precision_loader.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "loom/host/plugin_registry.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/precision.hpp"
 
 namespace loom_precision_test {

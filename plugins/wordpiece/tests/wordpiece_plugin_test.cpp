@@ -4,8 +4,8 @@
 #include <fstream>
 #include <thread>
 
-#include "loom/host/errors.hpp"
-#include "loom/host/plugin_registry.hpp"
+#include "recipe/errors.hpp"
+#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/tokenizer.hpp"
 #include "wordpiece_test_support.hpp"
 

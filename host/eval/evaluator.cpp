@@ -1,0 +1,170 @@
+// Evaluation passes and accuracy helpers; see evaluator.hpp.
+#include "eval/evaluator.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace loom::host {
+
+std::vector<float> rows_to_host(loom::Backend& backend, const loom::Tensor& tensor) {
+  if (!tensor.defined() || tensor.ndim != 2 || tensor.dtype != loom::DType::f32)
+    throw std::invalid_argument("rows_to_host: expected a defined f32 [rows, cols] tensor, got " +
+                                tensor.describe());
+  const int64_t rows = tensor.shape[0], cols = tensor.shape[1];
+  std::vector<float> host(static_cast<size_t>(rows * cols));
+  if (tensor.is_contiguous()) {
+    backend.copy_to_host(host.data(), tensor.data, host.size() * sizeof(float));
+    return host;
+  }
+  if (tensor.strides[1] != 1) throw std::invalid_argument("rows_to_host: columns must be contiguous");
+  for (int64_t r = 0; r < rows; ++r)
+    backend.copy_to_host(host.data() + r * cols,
+                         static_cast<const float*>(tensor.data) + r * tensor.strides[0],
+                         static_cast<size_t>(cols) * sizeof(float));
+  return host;
+}
+
+std::vector<int32_t> argmax_rows(const std::vector<float>& logits, int64_t classes, size_t rows) {
+  std::vector<int32_t> best(rows, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = logits.data() + r * static_cast<size_t>(classes);
+    for (int64_t c = 1; c < classes; ++c)
+      if (row[c] > row[best[r]]) best[r] = static_cast<int32_t>(c);
+  }
+  return best;
+}
+
+Tally argmax_tally(const std::vector<float>& logits, int64_t classes, const std::vector<int32_t>& labels) {
+  const std::vector<int32_t> predicted = argmax_rows(logits, classes, labels.size());
+  Tally tally;
+  for (size_t r = 0; r < labels.size(); ++r) {
+    if (labels[r] < 0) continue;
+    tally.total += 1;
+    tally.correct += predicted[r] == labels[r] ? 1 : 0;
+  }
+  return tally;
+}
+
+Tally masked_lm_tally(const Model& model, loom::Backend& backend, const HostBatch& batch,
+                      MaskedLmBreakdown* breakdown) {
+  const loom::Tensor logits = model.output("masked_prediction_logits");
+  std::vector<int32_t> labels;
+  if (batch.mlm_labels != nullptr)
+    for (int64_t i = 0; i < batch.batch * batch.seq; ++i)
+      if (batch.mlm_labels[i] >= 0) labels.push_back(batch.mlm_labels[i]);
+  if (labels.empty() || !logits.defined()) return {};
+  const std::vector<float> host = rows_to_host(backend, logits);
+  if (static_cast<size_t>(logits.shape[0]) != labels.size())
+    throw std::runtime_error("masked_prediction_logits has " + std::to_string(logits.shape[0]) +
+                             " rows, the batch " + std::to_string(labels.size()) + " labelled positions");
+  if (breakdown != nullptr)
+    breakdown->add(host, logits.shape[1], batch.input_ids, batch.mlm_labels, batch.batch * batch.seq);
+  return argmax_tally(host, logits.shape[1], labels);
+}
+
+Tally next_sentence_tally(const Model& model, loom::Backend& backend, const HostBatch& batch) {
+  const loom::Tensor logits = model.output("seq_relationship_logits");
+  if (!logits.defined() || batch.next_sentence_labels == nullptr) return {};
+  const std::vector<int32_t> labels(batch.next_sentence_labels, batch.next_sentence_labels + batch.batch);
+  return argmax_tally(rows_to_host(backend, logits), logits.shape[1], labels);
+}
+
+nlohmann::json classification_metrics(const std::vector<int32_t>& predicted,
+                                      const std::vector<int32_t>& truth, int32_t num_classes) {
+  const size_t k = static_cast<size_t>(std::max(num_classes, 2));
+  std::vector<std::vector<double>> confusion(k, std::vector<double>(k, 0.0));  // [truth][predicted]
+  for (size_t i = 0; i < truth.size(); ++i)
+    if (truth[i] >= 0 && static_cast<size_t>(truth[i]) < k && predicted[i] >= 0 &&
+        static_cast<size_t>(predicted[i]) < k)
+      confusion[truth[i]][predicted[i]] += 1;
+  double n = 0, correct = 0;
+  std::vector<double> true_count(k, 0), predicted_count(k, 0);
+  for (size_t t = 0; t < k; ++t)
+    for (size_t p = 0; p < k; ++p) {
+      n += confusion[t][p];
+      true_count[t] += confusion[t][p];
+      predicted_count[p] += confusion[t][p];
+      if (t == p) correct += confusion[t][p];
+    }
+  auto f1_of = [&](size_t c) {
+    const double tp = confusion[c][c];
+    const double denominator = true_count[c] + predicted_count[c];
+    return denominator == 0 ? 0.0 : 2 * tp / denominator;
+  };
+  double f1 = 0;
+  if (k == 2) {
+    f1 = f1_of(1);
+  } else {
+    for (size_t c = 0; c < k; ++c) f1 += f1_of(c);
+    f1 /= static_cast<double>(k);
+  }
+  // Matthews correlation, multi-class form (Gorodkin 2004); equals the binary formula for k = 2.
+  double sum_pt = 0, sum_p2 = 0, sum_t2 = 0;
+  for (size_t c = 0; c < k; ++c) {
+    sum_pt += predicted_count[c] * true_count[c];
+    sum_p2 += predicted_count[c] * predicted_count[c];
+    sum_t2 += true_count[c] * true_count[c];
+  }
+  const double denominator = std::sqrt((n * n - sum_p2) * (n * n - sum_t2));
+  const double mcc = denominator == 0 ? 0.0 : (correct * n - sum_pt) / denominator;
+  return {{"accuracy", n == 0 ? 0.0 : correct / n}, {"f1", f1}, {"mcc", mcc}, {"examples", n}};
+}
+
+nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& staging, loom::Dataset& dataset,
+                        HostBatchBuffers& buffers, uint64_t max_batches,
+                        std::optional<int32_t> mask_token_id) {
+  dataset.seek({0, 0});
+  const loom::BatchTask task = dataset.limits().task;
+  double loss_sum = 0, mlm_loss_sum = 0;
+  uint64_t batches = 0, rows = 0, masked = 0;
+  Tally mlm, nsp;
+  std::optional<MaskedLmBreakdown> breakdown;
+  if (mask_token_id) breakdown.emplace(*mask_token_id);
+  std::vector<int32_t> predicted, truth;
+  while (max_batches == 0 || batches < max_batches) {
+    loom::BatchShape shape{};
+    const HostBatch batch = buffers.next(dataset, shape);
+    if (shape.epoch != 0) break;  // the whole set was seen
+    model.forward(staging.upload(batch), StepSettings{false, 0});
+    const double loss = model.loss();
+    loss_sum += loss * shape.rows;
+    rows += static_cast<uint64_t>(shape.rows);
+    ++batches;
+    if (task == loom::BatchTask::pretraining) {
+      const Tally t = masked_lm_tally(model, backend, batch, breakdown ? &*breakdown : nullptr);
+      const loom::Tensor mlm_loss = model.output("mlm_loss");
+      float value = 0;
+      if (mlm_loss.defined()) backend.copy_to_host(&value, mlm_loss.data, sizeof(float));
+      mlm_loss_sum += static_cast<double>(value) * static_cast<double>(t.total);
+      masked += t.total;
+      mlm.correct += t.correct, mlm.total += t.total;
+      const Tally n = next_sentence_tally(model, backend, batch);
+      nsp.correct += n.correct, nsp.total += n.total;
+    } else if (task == loom::BatchTask::classification) {
+      const loom::Tensor logits = model.output("logits");
+      const auto rows = static_cast<size_t>(shape.rows);
+      const std::vector<int32_t> best = argmax_rows(rows_to_host(backend, logits), logits.shape[1], rows);
+      predicted.insert(predicted.end(), best.begin(), best.end());
+      truth.insert(truth.end(), batch.labels, batch.labels + rows);
+    }
+    if (shape.last_in_epoch) break;
+  }
+  nlohmann::json out{{"eval_loss", rows == 0 ? 0.0 : loss_sum / static_cast<double>(rows)},
+                     {"eval_examples", rows},
+                     {"eval_batches", batches}};
+  if (task == loom::BatchTask::pretraining) {
+    out["eval_mlm_loss"] = masked == 0 ? 0.0 : mlm_loss_sum / static_cast<double>(masked);
+    out["eval_mlm_accuracy"] = mlm.rate();
+    out["eval_nsp_accuracy"] = nsp.rate();
+    out["eval_masked_tokens"] = masked;
+    if (breakdown) out.update(breakdown->metrics());
+  } else if (task == loom::BatchTask::classification) {
+    const nlohmann::json metrics = classification_metrics(predicted, truth, dataset.limits().num_labels);
+    out["eval_accuracy"] = metrics["accuracy"];
+    out["eval_f1"] = metrics["f1"];
+    out["eval_mcc"] = metrics["mcc"];
+  }
+  return out;
+}
+
+}  // namespace loom::host

@@ -1,0 +1,311 @@
+// Blocks, flat parameters and the activation arena; see model.hpp.
+#include "model/model.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "recipe/errors.hpp"
+#include "model/parameter_init.hpp"
+
+namespace loom::host {
+namespace {
+
+size_t aligned(size_t bytes) {
+  return (bytes + loom::Backend::kAlignment - 1) / loom::Backend::kAlignment * loom::Backend::kAlignment;
+}
+
+const char* role_name(loom::BlockRole role) {
+  switch (role) {
+    case loom::BlockRole::embeddings:
+      return "an embeddings block";
+    case loom::BlockRole::layer:
+      return "a layer";
+    case loom::BlockRole::head:
+      return "a head";
+  }
+  return "?";
+}
+
+// "bert.encoder.layer.#" with occurrence 3 → "bert.encoder.layer.3."; "" → "".
+std::string parameter_prefix(const char* scope, size_t occurrence) {
+  std::string prefix = scope != nullptr ? scope : "";
+  if (prefix.empty()) return prefix;
+  const size_t hash = prefix.find('#');
+  if (hash != std::string::npos) prefix.replace(hash, 1, std::to_string(occurrence));
+  return prefix + ".";
+}
+
+}  // namespace
+
+Model::Model(const PluginRegistry& registry, const std::vector<std::string>& block_names,
+             const loom::ModelConfig& config, loom::Backend& backend, loom::DType compute_dtype)
+    : config_(config), backend_(backend), compute_dtype_(compute_dtype) {
+  if (block_names.size() < 2)
+    throw std::invalid_argument("a model needs at least an embeddings block and a head ([model] blocks)");
+  if (compute_dtype != loom::DType::f32 && compute_dtype != loom::DType::bf16 &&
+      compute_dtype != loom::DType::f16)
+    throw std::invalid_argument(
+        fmt::format("compute dtype {} is not supported (f32, bf16 or f16)", loom::dtype_name(compute_dtype)));
+  std::vector<std::string> seen;
+  for (const auto& name : block_names) add_block(registry, name, seen);
+
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const loom::BlockRole expected = i == 0                    ? loom::BlockRole::embeddings
+                                     : i + 1 == blocks_.size() ? loom::BlockRole::head
+                                                               : loom::BlockRole::layer;
+    if (blocks_[i].role != expected)
+      throw std::invalid_argument(fmt::format("[model] blocks: block {} ({}) is {}, but position {} needs {}",
+                                              i, blocks_[i].block.name(), role_name(blocks_[i].role), i,
+                                              role_name(expected)));
+  }
+
+  const size_t total = table_.total_elements();
+  master_ = loom::Buffer(backend_, total * sizeof(float));
+  grads_ = loom::Buffer(backend_, total * sizeof(float));
+  if (compute_dtype_ != loom::DType::f32) compute_ = loom::Buffer(backend_, total * 2);
+  backend_.zero(master());
+  backend_.zero(grads());
+  bind_blocks();
+  // After block i's backward, every element from the first parameter of blocks i.. is final.
+  std::vector<size_t> first_of_block(blocks_.size() + 1, total);
+  for (const auto& entry : table_.entries())
+    first_of_block[entry.block] = std::min(first_of_block[entry.block], entry.offset);
+  for (size_t i = blocks_.size(); i-- > 0;)
+    first_of_block[i] = std::min(first_of_block[i], first_of_block[i + 1]);
+  for (size_t k = 0; k < blocks_.size(); ++k)
+    grads_final_offsets_.push_back(first_of_block[blocks_.size() - 1 - k]);
+  grads_final_offsets_.back() = 0;  // after the first block everything is final, gaps included
+}
+
+void Model::add_block(const PluginRegistry& registry, const std::string& name,
+                      std::vector<std::string>& seen) {
+  const ComponentEntry* entry = registry.find(LOOM_KIND_BLOCK, name);
+  if (entry == nullptr) {
+    const auto available = registry.names_of_kind(LOOM_KIND_BLOCK);
+    throw PluginLoadError(
+        "block/" + name,
+        fmt::format("no such component (available: {})",
+                    available.empty() ? "none" : fmt::format("{}", fmt::join(available, ", "))));
+  }
+  ComponentConfig options;
+  options.table_name = "model";
+  options.table_origin = "[model] blocks";
+  ModelBlock block;
+  block.block = registry.create<loom::Block>(*entry, options, /*dry_run=*/false);
+  const size_t occurrence = static_cast<size_t>(std::count(seen.begin(), seen.end(), name));
+  seen.push_back(name);
+
+  const loom::BlockSetup setup{&config_, &backend_, compute_dtype_, static_cast<int32_t>(blocks_.size()),
+                               registry.backend2(backend_)};
+  const size_t index = blocks_.size();
+  std::vector<const ParameterEntry*> parameters;
+  block.block.call([&](loom::Block& b) {
+    b.setup(setup);
+    block.role = b.role();
+    const std::string prefix = parameter_prefix(b.scope(), occurrence);
+    for (size_t i = 0; i < b.parameter_count(); ++i) {
+      const loom::ParameterSpec spec = b.parameter(i);
+      if (spec.ndim < 1 || spec.ndim > loom::kMaxParameterDims)
+        throw loom::Error(fmt::format("parameter '{}' has {} dimensions", spec.name, spec.ndim));
+      std::vector<int64_t> shape(spec.shape, spec.shape + spec.ndim);
+      const std::string full = prefix + spec.name;
+      if (spec.tied_to != nullptr)
+        table_.add_alias(full, spec.tied_to, shape);
+      else
+        table_.add(full, shape, spec.init, spec.weight_decay != 0, index);
+    }
+  });
+  blocks_.push_back(std::move(block));
+  block_names_.push_back(name);
+}
+
+void Model::bind_blocks() {
+  // Re-walk the declarations in order: the table resolves each name (ties to their target).
+  std::vector<std::string> seen;
+  for (size_t index = 0; index < blocks_.size(); ++index) {
+    const std::string& name = block_names_[index];
+    const size_t occurrence = static_cast<size_t>(std::count(seen.begin(), seen.end(), name));
+    seen.push_back(name);
+    blocks_[index].block.call([&](loom::Block& b) {
+      const std::string prefix = parameter_prefix(b.scope(), occurrence);
+      std::vector<loom::ParameterView> views;
+      for (size_t i = 0; i < b.parameter_count(); ++i) {
+        const ParameterEntry* entry = table_.find(prefix + b.parameter(i).name);
+        loom::ParameterView view;
+        view.master = master(*entry);
+        view.grad = grad(*entry);
+        if (compute_dtype_ != loom::DType::f32) {
+          view.compute = view.master;
+          view.compute.dtype = compute_dtype_;
+          view.compute.data = static_cast<char*>(compute_.data()) + entry->offset * 2;
+        } else {
+          view.compute = view.master;
+        }
+        views.push_back(view);
+      }
+      b.bind_parameters(views.data(), views.size());
+    });
+  }
+}
+
+loom::Tensor Model::master() const {
+  return loom::Tensor::contiguous(master_.data(), loom::DType::f32,
+                                  {static_cast<int64_t>(table_.total_elements())}, backend_.device());
+}
+
+loom::Tensor Model::grads() const {
+  return loom::Tensor::contiguous(grads_.data(), loom::DType::f32,
+                                  {static_cast<int64_t>(table_.total_elements())}, backend_.device());
+}
+
+loom::Tensor Model::master(const ParameterEntry& entry) const {
+  return loom::Tensor::contiguous(static_cast<float*>(master_.data()) + entry.offset, loom::DType::f32,
+                                  entry.shape.data(), static_cast<int>(entry.shape.size()),
+                                  backend_.device());
+}
+
+loom::Tensor Model::grad(const ParameterEntry& entry) const {
+  return loom::Tensor::contiguous(static_cast<float*>(grads_.data()) + entry.offset, loom::DType::f32,
+                                  entry.shape.data(), static_cast<int>(entry.shape.size()),
+                                  backend_.device());
+}
+
+void Model::initialize(uint64_t seed) {
+  backend_.zero(master());
+  std::vector<float> values;
+  for (const auto& entry : table_.entries()) {
+    values.resize(entry.count);
+    initial_values(entry, config_.initializer_range, seed, values);
+    backend_.copy_from_host(master(entry).data, values.data(), entry.count * sizeof(float));
+  }
+  refresh_compute_weights();
+}
+
+void Model::refresh_compute_weights() {
+  if (compute_dtype_ == loom::DType::f32) return;
+  const loom::Tensor working = loom::Tensor::contiguous(
+      compute_.data(), compute_dtype_, {static_cast<int64_t>(table_.total_elements())}, backend_.device());
+  backend_.cast(master(), working);
+}
+
+void Model::zero_grads() {
+  backend_.zero(grads());
+}
+
+void Model::reserve(const loom::ActivationShape& shape) {
+  if (shape.batch <= 0 || shape.seq <= 0 || shape.max_masked < 0 ||
+      shape.max_masked > shape.batch * shape.seq)
+    throw std::invalid_argument(fmt::format("activation shape batch {} seq {} max_masked {} is invalid",
+                                            shape.batch, shape.seq, shape.max_masked));
+  const size_t hidden_bytes = aligned(static_cast<size_t>(shape.batch * shape.seq * config_.hidden_size) * 4);
+  size_t offset = 0;
+  boundary_offsets_.assign(blocks_.size() - 1, 0);
+  for (auto& boundary : boundary_offsets_) {
+    boundary = offset;
+    offset += hidden_bytes;
+  }
+  loss_offset_ = offset;
+  offset += aligned(sizeof(float));
+  for (auto& d : d_hidden_offset_) {
+    d = offset;
+    offset += hidden_bytes;
+  }
+  scratch_bytes_ = 0;
+  for (auto& block : blocks_) {
+    const loom::ActivationBytes needs =
+        block.block.call([&](loom::Block& b) { return b.activation_bytes(shape); });
+    block.saved_offset = offset;
+    block.saved_bytes = needs.saved;
+    offset += aligned(needs.saved);
+    scratch_bytes_ = std::max(scratch_bytes_, needs.scratch);
+  }
+  scratch_offset_ = offset;
+  offset += aligned(scratch_bytes_);
+  if (offset > arena_.bytes()) arena_ = loom::Buffer(backend_, offset);
+  reserved_ = shape;
+}
+
+loom::Tensor Model::hidden(size_t offset, const loom::BatchView& batch) const {
+  return loom::Tensor::contiguous(static_cast<char*>(arena_.data()) + offset, loom::DType::f32,
+                                  {batch.batch, batch.seq, config_.hidden_size}, backend_.device());
+}
+
+loom::StepArgs Model::step_args(const ModelBlock& block, float loss_scale) const {
+  loom::StepArgs args{};
+  args.batch = batch_;
+  args.saved = static_cast<char*>(arena_.data()) + block.saved_offset;
+  args.saved_bytes = block.saved_bytes;
+  args.scratch = static_cast<char*>(arena_.data()) + scratch_offset_;
+  args.scratch_bytes = scratch_bytes_;
+  args.training = settings_.training ? 1 : 0;
+  args.dropout_seed = settings_.dropout_seed;
+  args.loss_scale = loss_scale;
+  return args;
+}
+
+void Model::forward(const loom::BatchView& batch, const StepSettings& settings) {
+  if (batch.batch > reserved_.batch || batch.seq > reserved_.seq || batch.num_masked > reserved_.max_masked)
+    throw std::invalid_argument(fmt::format(
+        "batch {}×{} with {} labelled positions does not fit the arena reserved for {}×{} with {}",
+        batch.batch, batch.seq, batch.num_masked, reserved_.batch, reserved_.seq, reserved_.max_masked));
+  batch_ = &batch;
+  settings_ = settings;
+  const loom::Tensor loss_tensor = loom::Tensor::contiguous(static_cast<char*>(arena_.data()) + loss_offset_,
+                                                            loom::DType::f32, {1}, backend_.device());
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const loom::StepArgs args = step_args(blocks_[i], 1.0f);
+    const loom::Tensor input = i == 0 ? loom::Tensor{} : hidden(boundary_offsets_[i - 1], batch);
+    const loom::Tensor output = i + 1 == blocks_.size() ? loss_tensor : hidden(boundary_offsets_[i], batch);
+    blocks_[i].block.call([&](loom::Block& b) { b.forward(args, input, output); });
+  }
+}
+
+float Model::loss() const {
+  float value = 0.0f;
+  backend_.copy_to_host(&value, static_cast<char*>(arena_.data()) + loss_offset_, sizeof(float));
+  return value;
+}
+
+void Model::backward(float loss_scale, const std::function<void(size_t)>& grads_final_from) {
+  if (batch_ == nullptr) throw std::logic_error("Model::backward called before forward");
+  loom::Tensor d_output;
+  for (size_t k = 0; k < blocks_.size(); ++k) {
+    const size_t i = blocks_.size() - 1 - k;
+    const loom::StepArgs args = step_args(blocks_[i], loss_scale);
+    const loom::Tensor d_input = i == 0 ? loom::Tensor{} : hidden(d_hidden_offset_[k % 2], *batch_);
+    blocks_[i].block.call([&](loom::Block& b) { b.backward(args, d_output, d_input); });
+    d_output = d_input;
+    if (grads_final_from) grads_final_from(grads_final_offsets_[k]);
+  }
+}
+
+loom::Tensor Model::output(const std::string& name) const {
+  for (const auto& block : blocks_) {
+    const loom::Tensor found = block.block.call([&](loom::Block& b) {
+      for (size_t i = 0; i < b.output_count(); ++i) {
+        const loom::BlockOutput out = b.output(i);
+        if (name == out.name) return out.value;
+      }
+      return loom::Tensor{};
+    });
+    if (found.defined() || found.ndim > 0) return found;
+  }
+  return loom::Tensor{};
+}
+
+std::vector<CheckpointTensor> Model::checkpoint_tensors(float* host_master) const {
+  std::vector<CheckpointTensor> tensors;
+  for (const auto& entry : table_.entries())
+    tensors.push_back(CheckpointTensor{entry.name, entry.shape, host_master + entry.offset});
+  return tensors;
+}
+
+std::vector<CheckpointAlias> Model::checkpoint_aliases() const {
+  std::vector<CheckpointAlias> aliases;
+  for (const auto& alias : table_.aliases()) aliases.push_back(CheckpointAlias{alias.name, alias.target});
+  return aliases;
+}
+
+}  // namespace loom::host

@@ -1,0 +1,123 @@
+// Model: the blocks of a network, its flat parameters and its activation arena (DESIGN.md §3–§4).
+//
+// Construction creates every block through the plugin registry (block/<name>), sets it up, lays
+// all parameters out in one ParameterTable — full Hugging Face names composed from each block's
+// scope ("bert.encoder.layer.#" → "bert.encoder.layer.3.") — and allocates three flat buffers on
+// the backend: the f32 master weights, the f32 gradients (same layout) and, in bf16 compute, the
+// bf16 working copy. Every block is bound to its views once.
+//
+// `reserve(shape)` sizes the activation arena once for the largest batch: one f32 [B, T, H]
+// tensor per block boundary, two ping-pong gradient tensors, every block's `saved` region and one
+// `scratch` region shared by all. Steps with batches up to that shape allocate nothing, on the
+// device or on the host. A step: forward (blocks in order) → loss → backward (reverse order),
+// gradients accumulating into the flat gradient buffer until `zero_grads()`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/bert_checkpoint.hpp"
+#include "plugins/component.hpp"
+#include "model/parameter_table.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "loom/sdk/backend.hpp"
+#include "loom/sdk/block.hpp"
+
+namespace loom::host {
+
+/// Per-step switches of forward.
+struct StepSettings {
+  bool training = true;       ///< dropout on
+  uint64_t dropout_seed = 0;  ///< key of this micro-step (mix of run seed, step, micro-step, rank)
+};
+
+class Model {
+ public:
+  /// Creates blocks `block_names` (without the "block/" kind) in order. The first must be an
+  /// embeddings block, the last a head, every other a layer. Throws PluginError / loom::Error with
+  /// the block's name on any problem.
+  Model(const PluginRegistry& registry, const std::vector<std::string>& block_names,
+        const loom::ModelConfig& config, loom::Backend& backend, loom::DType compute_dtype);
+
+  const loom::ModelConfig& config() const { return config_; }
+  loom::DType compute_dtype() const { return compute_dtype_; }
+  const ParameterTable& parameters() const { return table_; }
+  /// The backend the buffers live on.
+  loom::Backend& backend() const { return backend_; }
+  /// Flat f32 master weights, [total_elements].
+  loom::Tensor master() const;
+  /// Flat f32 gradients, [total_elements].
+  loom::Tensor grads() const;
+  /// Master / gradient view of one parameter (its PyTorch shape).
+  loom::Tensor master(const ParameterEntry& entry) const;
+  loom::Tensor grad(const ParameterEntry& entry) const;
+
+  /// Sets every parameter to its initial value (parameter_init.hpp) and refreshes working weights.
+  void initialize(uint64_t seed);
+  /// Casts the master weights into the bf16 working copy (once per step, after the optimizer);
+  /// nothing in f32 compute.
+  void refresh_compute_weights();
+  /// Zeroes the flat gradient buffer.
+  void zero_grads();
+
+  /// Sizes the arena for batches up to `shape` (allocates only when it must grow).
+  void reserve(const loom::ActivationShape& shape);
+  const loom::ActivationShape& reserved() const { return reserved_; }
+  /// Bytes of the activation arena.
+  size_t arena_bytes() const { return arena_.bytes(); }
+
+  /// Runs every block forward on `batch` (which must fit `reserved()` and outlive backward).
+  void forward(const loom::BatchView& batch, const StepSettings& settings);
+  /// The head's loss of the last forward (copied to the host).
+  float loss() const;
+  /// Runs backward in reverse; gradients of loss × loss_scale accumulate into grads(). After
+  /// each block, `grads_final_from(first)` (when given) says that gradient elements [first,
+  /// total) are complete: later blocks write only below `first` (ties point to earlier blocks).
+  void backward(float loss_scale, const std::function<void(size_t)>& grads_final_from = {});
+  /// The `first` values backward reports, in order (for a rank that has no batch to run but must
+  /// issue the same gradient collectives as the others).
+  const std::vector<size_t>& grads_final_offsets() const { return grads_final_offsets_; }
+  /// A named output of any block after forward ("mlm_loss", "seq_relationship_logits", ...);
+  /// an undefined view when no block has it.
+  loom::Tensor output(const std::string& name) const;
+
+  /// Every parameter as a view into `host_master`, a HOST array of total_elements() floats in the
+  /// master layout (for checkpoints; HostMirror of master() gives one on any backend).
+  std::vector<CheckpointTensor> checkpoint_tensors(float* host_master) const;
+  /// Every tie as (alias, target).
+  std::vector<CheckpointAlias> checkpoint_aliases() const;
+
+ private:
+  struct ModelBlock {
+    Component<loom::Block> block;
+    loom::BlockRole role = loom::BlockRole::layer;
+    size_t saved_offset = 0;  // bytes into the arena
+    size_t saved_bytes = 0;
+  };
+  void add_block(const PluginRegistry& registry, const std::string& name, std::vector<std::string>& seen);
+  void bind_blocks();
+  loom::Tensor hidden(size_t offset, const loom::BatchView& batch) const;
+  loom::StepArgs step_args(const ModelBlock& block, float loss_scale) const;
+
+  loom::ModelConfig config_;
+  loom::Backend& backend_;
+  loom::DType compute_dtype_;
+  std::vector<ModelBlock> blocks_;
+  std::vector<std::string> block_names_;
+  ParameterTable table_;
+  std::vector<std::vector<const ParameterEntry*>> block_parameters_;  // per block, per spec
+  loom::Buffer master_, grads_, compute_;
+
+  loom::ActivationShape reserved_{0, 0, 0};
+  loom::Buffer arena_;
+  std::vector<size_t> boundary_offsets_;  // output of block i (i < n − 1)
+  size_t loss_offset_ = 0, d_hidden_offset_[2] = {0, 0}, scratch_offset_ = 0, scratch_bytes_ = 0;
+
+  std::vector<size_t> grads_final_offsets_;  // per block in backward order
+  const loom::BatchView* batch_ = nullptr;   // of the last forward
+  StepSettings settings_{};
+};
+
+}  // namespace loom::host

@@ -1,0 +1,51 @@
+// A component object made by a plugin, as the host holds it.
+//
+// The deleter is host code that captures the plugin library, so the library stays mapped until
+// the last reference to the object is gone — even after the registry that loaded it is destroyed.
+// `call` is the guard every host→plugin call goes through: whatever the plugin throws becomes a
+// host PluginError naming the plugin and the component, raised while the library is still mapped.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "recipe/errors.hpp"
+
+namespace loom::host {
+
+template <typename Interface>
+class Component {
+ public:
+  Component() = default;
+  Component(std::shared_ptr<Interface> object, std::string plugin, std::string name)
+      : object_(std::move(object)), plugin_(std::move(plugin)), name_(std::move(name)) {}
+
+  /// Runs `body(interface)` and converts any exception into PluginError.
+  template <typename Body>
+  decltype(auto) call(Body&& body) const {
+    try {
+      return body(*object_);
+    } catch (const std::exception& e) {
+      throw PluginError("plugin '" + plugin_ + "', component " + name_ + ": " + e.what());
+    } catch (...) {
+      throw PluginError("plugin '" + plugin_ + "', component " + name_ +
+                        ": threw an exception not derived from std::exception");
+    }
+  }
+
+  explicit operator bool() const { return static_cast<bool>(object_); }
+  /// The raw interface, for hot paths that wrap a whole loop in one `call`.
+  Interface* get() const { return object_.get(); }
+  const std::string& plugin() const { return plugin_; }
+  /// "kind/name", e.g. "communicator/local".
+  const std::string& name() const { return name_; }
+
+ private:
+  std::shared_ptr<Interface> object_;
+  std::string plugin_;
+  std::string name_;
+};
+
+}  // namespace loom::host

@@ -1,0 +1,98 @@
+// The recipe's host tables; see run_settings.hpp.
+#include "recipe/run_settings.hpp"
+
+#include <stdexcept>
+
+#include "recipe/errors.hpp"
+#include "recipe/stream_address.hpp"
+
+namespace loom::host {
+namespace {
+
+uint64_t count(loom::Options& o, const char* key, uint64_t fallback, double min) {
+  return static_cast<uint64_t>(o.get<int64_t>(key, static_cast<int64_t>(fallback), loom::Range{min, 1e15}));
+}
+
+}  // namespace
+
+std::string metrics_listen_problem(const std::string& listen, const std::string& token) {
+  if (listen.empty()) return "";
+  try {
+    const StreamAddress address = parse_stream_address(listen);
+    // Anyone who reaches the port can stop the run: beyond loopback a token is required.
+    if (!is_loopback_host(address.host) && token.empty())
+      return "'" + address.host +
+             "' is reachable from other machines: set [metrics] token (clients must send it), or listen on "
+             "127.0.0.1 and use an SSH tunnel";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers() {
+  static const std::vector<std::pair<std::string, HostTableReader>> readers = {
+      {"run",
+       [](loom::Options& o, RunSettings& s) {
+         s.name = o.get<std::string>("name", s.name);
+         s.seed = static_cast<uint64_t>(o.get<int64_t>("seed", 42, loom::Range{0, 4294967295.0}));
+         s.output_dir = o.get<std::string>("output_dir", s.output_dir);
+         if (s.name.empty() || s.name.find('/') != std::string::npos)
+           o.fail("name", "must be a non-empty name without '/'");
+       }},
+      {"train",
+       [](loom::Options& o, RunSettings& s) {
+         s.steps = count(o, "steps", s.steps, 1);
+         s.grad_accumulation = count(o, "grad_accumulation", s.grad_accumulation, 1);
+         s.log_every = count(o, "log_every", s.log_every, 1);
+         s.eval_every = count(o, "eval_every", s.eval_every, 0);
+         s.eval_batches = count(o, "eval_batches", s.eval_batches, 0);
+         s.allreduce_post_accumulation = o.get<bool>("allreduce_post_accumulation", false);
+         s.allreduce_bucket_mb = o.get<double>("allreduce_bucket_mb", 25.0, loom::Range{0.001, 1e6});
+       }},
+      {"checkpoint",
+       [](loom::Options& o, RunSettings& s) {
+         s.checkpoint_every = count(o, "every", s.checkpoint_every, 0);
+         s.checkpoint_keep = static_cast<int>(o.get<int64_t>("keep", s.checkpoint_keep, loom::Range{1, 1e6}));
+       }},
+      {"plugins",
+       [](loom::Options& o, RunSettings&) {
+         o.get<std::vector<std::string>>("paths", {});
+         o.get<std::vector<std::string>>("require", {});
+       }},
+      {"model",
+       [](loom::Options& o, RunSettings& s) {
+         o.has("config");  // read and checked by model_recipe.cpp
+         o.has("blocks");
+         s.init_from = o.get<std::string>("init_from", "");
+       }},
+      {"metrics",
+       [](loom::Options& o, RunSettings& s) {
+         s.metrics_listen = o.get<std::string>("listen", "");
+         s.metrics_token = o.get<std::string>("token", "");
+         s.metrics_client_queue = count(o, "client_queue", s.metrics_client_queue, 1);
+         const std::string problem = metrics_listen_problem(s.metrics_listen, s.metrics_token);
+         if (!problem.empty()) o.fail("listen", problem);
+       }},
+  };
+  return readers;
+}
+
+RunSettings read_run_settings(const Recipe& recipe) {
+  RunSettings settings;
+  std::vector<std::string> problems;
+  for (const auto& [table, reader] : host_table_readers()) {
+    const ComponentConfig config = recipe.component_config(table);
+    loom::Options options(config.toml, config.origins, config.table_origin, table);
+    reader(options, settings);
+    try {
+      options.finish();
+    } catch (const loom::ConfigError& e) {
+      problems.insert(problems.end(), options.problems().begin(), options.problems().end());
+    }
+  }
+  if (!problems.empty()) throw RecipeError(problems);
+  return settings;
+}
+
+}  // namespace loom::host

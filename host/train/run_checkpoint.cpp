@@ -1,0 +1,129 @@
+// Writing and reading the files of a training checkpoint; see run_checkpoint.hpp.
+#include "train/run_checkpoint.hpp"
+
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "files/atomic_file.hpp"
+#include "model/host_mirror.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "loom/sdk/version.hpp"
+
+namespace fs = std::filesystem;
+
+namespace loom::host {
+
+nlohmann::json run_state_to_json(const RunState& s) {
+  return {{"step", s.step},
+          {"successful_steps", s.successful_steps},
+          {"loss_scaler",
+           {{"loss_scale", s.scaler.loss_scale},
+            {"clean_steps", s.scaler.clean_steps},
+            {"skipped_steps", s.scaler.skipped_steps},
+            {"consecutive_skips", s.scaler.consecutive_skips}}},
+          {"data_cursor", {{"epoch", s.cursor.epoch}, {"position", s.cursor.position}}},
+          {"seed", s.seed},
+          {"recipe_sha256", s.recipe_sha256},
+          {"sdk_version", s.sdk_version}};
+}
+
+RunState run_state_from_json(const nlohmann::json& json, const std::string& source) {
+  RunState s;
+  try {
+    s.step = json.at("step").get<uint64_t>();
+    s.successful_steps = json.at("successful_steps").get<uint64_t>();
+    const auto& scaler = json.at("loss_scaler");
+    s.scaler.loss_scale = scaler.at("loss_scale").get<double>();
+    s.scaler.clean_steps = scaler.at("clean_steps").get<uint64_t>();
+    s.scaler.skipped_steps = scaler.at("skipped_steps").get<uint64_t>();
+    s.scaler.consecutive_skips = scaler.at("consecutive_skips").get<uint64_t>();
+    s.cursor.epoch = json.at("data_cursor").at("epoch").get<uint64_t>();
+    s.cursor.position = json.at("data_cursor").at("position").get<uint64_t>();
+    s.seed = json.at("seed").get<uint64_t>();
+    s.recipe_sha256 = json.value("recipe_sha256", "");
+    s.sdk_version = json.value("sdk_version", "");
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(source + ": " + e.what());
+  }
+  return s;
+}
+
+void write_run_checkpoint(const fs::path& directory, const Model& model, const BertConfig& config,
+                          const loom::Tokenizer* tokenizer, loom::Optimizer* optimizer,
+                          const RunState& state) {
+  write_bert_config(config, directory / "config.json");
+  // On a device backend a fresh host copy of the master weights (checkpoints are rare).
+  HostMirror master(model.backend(), model.master());
+  master.pull();
+  const auto tensors = model.checkpoint_tensors(master.data());
+  const auto aliases = model.checkpoint_aliases();
+  save_bert_checkpoint(directory / "model.safetensors", tensors, aliases,
+                       {{"step", std::to_string(state.step)}});
+  if (tokenizer != nullptr) {
+    std::string vocab;
+    for (int32_t id = 0; id < tokenizer->vocab_size(); ++id)
+      vocab.append(tokenizer->id_to_token(id)).append("\n");
+    write_file_atomically(directory / "vocab.txt", vocab);
+  }
+  if (optimizer != nullptr && optimizer->num_state_tensors() > 0) {
+    SafetensorsWriter writer;
+    for (size_t i = 0; i < optimizer->num_state_tensors(); ++i) {
+      const loom::OptimizerStateTensor t = optimizer->state_tensor(i);
+      writer.add_f32(t.name, {static_cast<int64_t>(t.count)}, {t.data, t.count});
+    }
+    writer.set_metadata("successful_steps", std::to_string(optimizer->successful_steps()));
+    writer.write(directory / "optimizer.safetensors");
+  }
+  write_file_atomically(directory / "state.json", run_state_to_json(state).dump(2) + "\n");
+}
+
+CheckpointLoadReport load_model_weights(Model& model, const fs::path& directory,
+                                        const CheckpointLoadOptions& options) {
+  const fs::path path = directory / "model.safetensors";
+  if (!fs::exists(path))
+    throw std::runtime_error(path.string() + ": no such file (is " + directory.string() +
+                             " a checkpoint directory?)");
+  return load_model_weights(model, SafetensorsFile::open(path), options);
+}
+
+CheckpointLoadReport load_model_weights(Model& model, const SafetensorsFile& file,
+                                        const CheckpointLoadOptions& options) {
+  // Pulled first: parameters the file lacks keep their current values.
+  HostMirror master(model.backend(), model.master());
+  master.pull();
+  const auto tensors = model.checkpoint_tensors(master.data());
+  const auto aliases = model.checkpoint_aliases();
+  CheckpointLoadReport report = load_bert_checkpoint(file, tensors, aliases, options);
+  master.push();
+  model.refresh_compute_weights();
+  return report;
+}
+
+void load_optimizer_state(loom::Optimizer& optimizer, const fs::path& directory) {
+  const fs::path path = directory / "optimizer.safetensors";
+  if (optimizer.num_state_tensors() == 0) return;
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  for (size_t i = 0; i < optimizer.num_state_tensors(); ++i) {
+    const loom::OptimizerStateTensor t = optimizer.state_tensor(i);
+    const SafetensorsTensor* stored = file.find(t.name);
+    if (stored == nullptr)
+      throw std::runtime_error(fmt::format("{}: no optimizer state '{}'", path.string(), t.name));
+    if (stored->dtype != SafetensorsDtype::kF32 || static_cast<size_t>(stored->element_count()) != t.count)
+      throw std::runtime_error(fmt::format("{}: optimizer state '{}' has {} elements, the model needs {} F32",
+                                           path.string(), t.name, stored->element_count(), t.count));
+    std::memcpy(t.data, stored->data, t.count * sizeof(float));
+  }
+}
+
+RunState read_run_state(const fs::path& directory) {
+  const fs::path path = directory / "state.json";
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path.string() + ": cannot be read");
+  nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) throw std::runtime_error(path.string() + ": not valid JSON");
+  return run_state_from_json(json, path.string());
+}
+
+}  // namespace loom::host

@@ -1,0 +1,63 @@
+// The files of one training checkpoint (DESIGN.md §6). The directory is also a Hugging Face
+// model directory: config.json (BertConfig), model.safetensors (fp32, Hugging Face names) and
+// vocab.txt load with `BertForPreTraining.from_pretrained(dir)`. Beside them:
+// optimizer.safetensors (the optimizer's flat state tensors, by name), and state.json (step,
+// successful steps, loss-scaler state, data cursor, seed, recipe hash, SDK version) — everything
+// an exact resume needs. CheckpointStore adds the MANIFEST and makes the directory appear
+// atomically.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/bert_checkpoint.hpp"
+#include "model/bert_config.hpp"
+#include "model/model.hpp"
+#include "loom/sdk/dataset.hpp"
+#include "loom/sdk/optimizer.hpp"
+#include "loom/sdk/precision.hpp"
+#include "loom/sdk/tokenizer.hpp"
+
+namespace loom::host {
+
+/// What state.json holds.
+struct RunState {
+  uint64_t step = 0;              ///< optimizer steps taken (applied + skipped)
+  uint64_t successful_steps = 0;  ///< applied steps (the schedule's input)
+  loom::LossScalerState scaler{1.0, 0, 0, 0};
+  loom::DatasetCursor cursor{0, 0};
+  uint64_t seed = 0;
+  std::string recipe_sha256;  ///< of the resolved recipe, to warn when a resume changes it
+  std::string sdk_version;
+};
+
+nlohmann::json run_state_to_json(const RunState& state);
+/// Throws std::runtime_error naming `source` and the key on a missing or malformed field.
+RunState run_state_from_json(const nlohmann::json& json, const std::string& source);
+
+/// Writes config.json, model.safetensors, vocab.txt (when `tokenizer`), optimizer.safetensors
+/// (when `optimizer`) and state.json into `directory`.
+void write_run_checkpoint(const std::filesystem::path& directory, const Model& model,
+                          const BertConfig& config, const loom::Tokenizer* tokenizer,
+                          loom::Optimizer* optimizer, const RunState& state);
+
+/// Loads model.safetensors of `directory` into the model's master weights (see bert_checkpoint.hpp
+/// for `options`) and refreshes its working weights.
+CheckpointLoadReport load_model_weights(Model& model, const std::filesystem::path& directory,
+                                        const CheckpointLoadOptions& options);
+/// The same from an open safetensors file of BERT weights (`loom debug-step --weights`): on any
+/// backend, parameters the file lacks keep their current values.
+CheckpointLoadReport load_model_weights(Model& model, const SafetensorsFile& file,
+                                        const CheckpointLoadOptions& options);
+
+/// Restores the optimizer's state tensors from optimizer.safetensors; throws naming the file when
+/// a tensor is missing or has another size.
+void load_optimizer_state(loom::Optimizer& optimizer, const std::filesystem::path& directory);
+
+/// Reads state.json of `directory`.
+RunState read_run_state(const std::filesystem::path& directory);
+
+}  // namespace loom::host

@@ -1,0 +1,75 @@
+// Creating a run's components from the recipe; see run_components.hpp.
+#include "train/run_components.hpp"
+
+#include <fmt/format.h>
+
+#include "recipe/errors.hpp"
+#include "loom/sdk/component_kind.hpp"
+
+namespace loom::host {
+
+template <typename Interface>
+Component<Interface> create_table_component(const Recipe& recipe, const PluginRegistry& registry,
+                                            const std::string& table, const std::string& fallback) {
+  const toml::node* selector = recipe.table()[table]["component"].node();
+  const bool present = recipe.table().contains(table);
+  if (!present && fallback.empty()) return {};
+  std::string name = fallback;
+  ComponentConfig config{table, "", "", fmt::format("(default {} for the absent [{}])", fallback, table)};
+  if (present) {
+    if (selector == nullptr || !selector->is_string())
+      throw RecipeError(
+          fmt::format("{}: {}.component: missing or not a string", recipe.origin(table), table));
+    name = *selector->value<std::string>();
+    config = recipe.component_config(table);
+  }
+  const ComponentEntry* entry = registry.find(Interface::kKind, name);
+  if (entry == nullptr)
+    throw RecipeError(fmt::format("{}: {}.component: no component {}/{} is available",
+                                  recipe.origin(table + ".component"), table,
+                                  loom::kind_name(Interface::kKind), name));
+  return registry.create<Interface>(*entry, config, /*dry_run=*/false);
+}
+
+template Component<loom::Backend> create_table_component(const Recipe&, const PluginRegistry&,
+                                                         const std::string&, const std::string&);
+template Component<loom::Dataset> create_table_component(const Recipe&, const PluginRegistry&,
+                                                         const std::string&, const std::string&);
+
+RunComponents create_run_components(const Recipe& recipe, const PluginRegistry& registry,
+                                    const RunComponentNeeds& needs) {
+  auto required = [&](const char* table) {
+    if (!recipe.table().contains(table))
+      throw RecipeError(
+          fmt::format("{}: the recipe has no [{}] table, which this command needs", recipe.path(), table));
+  };
+  required("backend");
+  if (needs.data) required("data");
+  if (needs.training) {
+    required("optimizer");
+    required("schedule");
+  }
+  RunComponents c;
+  c.communicator = create_table_component<loom::Communicator>(recipe, registry, "communicator", "local");
+  const std::string name = c.communicator.name().substr(c.communicator.name().find('/') + 1);
+  const ComponentEntry* entry = registry.find(LOOM_KIND_COMMUNICATOR, name);
+  if (entry != nullptr && entry->descriptor->interface_version >= loom::Communicator2::kInterfaceVersion)
+    c.communicator2 = static_cast<loom::Communicator2*>(c.communicator.get());
+  c.backend = create_table_component<loom::Backend>(recipe, registry, "backend", "");
+  c.precision = create_table_component<loom::Precision>(recipe, registry, "precision", "fp32");
+  c.tokenizer = create_table_component<loom::Tokenizer>(recipe, registry, "tokenizer", "");
+  if (needs.data) c.data = create_table_component<loom::Dataset>(recipe, registry, "data", "");
+  c.eval_data = create_table_component<loom::Dataset>(recipe, registry, "eval_data", "");
+  if (needs.training) {
+    c.optimizer = create_table_component<loom::Optimizer>(recipe, registry, "optimizer", "");
+    c.schedule = create_table_component<loom::Schedule>(recipe, registry, "schedule", "");
+  }
+  return c;
+}
+
+std::optional<int32_t> mask_token_id(RunComponents& components) {
+  if (!components.tokenizer) return std::nullopt;
+  return components.tokenizer.call([](loom::Tokenizer& t) { return t.special_token_ids().mask; });
+}
+
+}  // namespace loom::host

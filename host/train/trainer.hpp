@@ -1,0 +1,85 @@
+// Trainer: `loom run` — the training loop of DESIGN.md §4, readable top to bottom.
+//
+//   per step:  zero grads → k micro-batches (next_batch → upload → forward → backward with
+//              loss scale / k, so gradients are the mean over micro-batches) → all-reduce (mean
+//              over ranks; in buckets overlapping the last backward, or once after it:
+//              gradient_sync.hpp) → non-finite check → precision decides apply/skip → schedule lr from
+//              the successful-step count → fused optimizer step → cast working weights → metrics
+//   around it: evaluation every `train.eval_every` steps on [eval_data], checkpoints every
+//              `checkpoint.every` steps and at the end, Ctrl-C/SIGTERM finish the step, checkpoint
+//              and return normally; RunControl commands (the metrics stream of [metrics] listen,
+//              loom-dash) are taken at step boundaries.
+//
+// Device backends (memory the host cannot dereference): the all-reduce, the non-finite check and
+// the optimizer run on host copies of the gradients and master weights — one gradient download
+// after backward, one weight upload after the optimizer (host_mirror.hpp,
+// docs/decisions/device-memory-host-paths.md); on the CPU those copies are the buffers themselves.
+//
+// Ownership: the caller holds the run directory (RunDirectoryLock; `loom run` takes it before
+// constructing the trainer, rank 0 only under MPI). The trainer then removes checkpoints a killed
+// run left half-written and continues metrics.jsonl from the start step.
+//
+// Data parallelism: rank 0's weights are broadcast at start (checksum-verified); each rank reads
+// its block of every global batch (dataset.hpp); rank 0 alone writes checkpoints and metrics.
+// Determinism: dropout keys derive from (seed, step, micro-batch × world + rank); data order from
+// (seed, epoch); nothing depends on wall time, so one recipe and seed give bit-identical losses on one
+// thread count, and a resumed run continues exactly as the uninterrupted one would.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "plugins/plugin_registry.hpp"
+#include "recipe/recipe.hpp"
+#include "control/run_control.hpp"
+#include "metrics/run_observer.hpp"
+
+namespace loom::host {
+
+struct TrainOptions {
+  std::string resume;     ///< "": start fresh (refused when checkpoints exist), "auto", or a checkpoint path
+  bool console = true;    ///< print the progress line every log interval
+  bool headless = false;  ///< batch-log lines (timestamp, key=value) instead of the progress line
+  RunObserver* observer = nullptr;  ///< also told the hello, every record and the end (rank 0; loom-dash)
+  std::string listen;               ///< overrides [metrics] listen when set (`loom run --listen`)
+};
+
+struct TrainSummary {
+  uint64_t steps = 0;          ///< steps done when the run ended
+  double final_loss = 0;       ///< mean training loss of the last log window
+  double seconds = 0;          ///< wall time of the loop
+  bool stopped_early = false;  ///< a stop signal ended the run
+  nlohmann::json last_eval;    ///< the last evaluation record (null when none ran)
+  std::filesystem::path last_checkpoint;
+  std::filesystem::path run_directory;
+};
+
+class Trainer {
+ public:
+  Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOptions options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Trains until `train.steps` or a stop signal; throws on failure (nothing half-written).
+  TrainSummary run();
+  /// True on rank 0, the rank that prints and writes.
+  bool leader() const;
+
+  /// Pause/resume/checkpoint-now/stop, applied at step boundaries (any thread may submit).
+  RunControl& control();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// The dropout key of one micro-batch (a splitmix64 mix; documented so other tools can reproduce
+/// it). `micro_batch` is its place among all ranks' micro-batches of the step: micro × world + rank.
+uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_batch);
+
+}  // namespace loom::host
