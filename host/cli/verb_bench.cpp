@@ -20,14 +20,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
-#include "train/gradient_sync.hpp"
+#include "loom/sdk/backend2.hpp"
 #include "model/host_mirror.hpp"
 #include "model/model_setup.hpp"
-#include "train/run_components.hpp"
-#include "recipe/run_settings.hpp"
-#include "train/trainer.hpp"
 #include "model/training_flops.hpp"
-#include "loom/sdk/backend2.hpp"
+#include "recipe/run_settings.hpp"
+#include "train/gradient_sync.hpp"
+#include "train/run_components.hpp"
+#include "train/train_step.hpp"
+#include "train/trainer.hpp"
 
 namespace loom::cli {
 namespace {
@@ -72,9 +73,9 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   master.pull();
   const int world = c.communicator.call([](loom::Communicator& m) { return m.size(); });
   const int rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
-  host::GradientSync sync(
-      c.communicator, c.communicator2, grads.data(), total,
-      host::gradient_sync_options(settings.allreduce_post_accumulation, settings.allreduce_bucket_mb, grads.copies()));
+  host::GradientSync sync(c.communicator, c.communicator2, grads.data(), total,
+                          host::gradient_sync_options(settings.allreduce_post_accumulation,
+                                                      settings.allreduce_bucket_mb, grads.copies()));
   const bool overlap = world > 1 && sync.overlapping();
   double t_forward = 0, t_backward = 0, t_optimizer = 0, t_comm = 0, t_upload = 0;
   const double base_lr = c.optimizer.call([](loom::Optimizer& o) { return o.base_lr(); });
@@ -148,13 +149,15 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
     const loom::DeviceInfo info = backend2->device_info();
     result["device"] = info.name;
     result["device_multiprocessors"] = info.multiprocessors;
-    device_line = fmt::format("  device     {} ({} {}), {:.3g} model TFLOP/s", info.name, info.multiprocessors,
-                              backend.device().type == loom::DeviceType::cpu ? "threads" : "SMs", tflops);
+    device_line =
+        fmt::format("  device     {} ({} {}), {:.3g} model TFLOP/s", info.name, info.multiprocessors,
+                    backend.device().type == loom::DeviceType::cpu ? "threads" : "SMs", tflops);
     if (info.peak_dense_bf16_flops > 0) {
       result["peak_dense_bf16_tflops"] = info.peak_dense_bf16_flops / 1e12;
       result["share_of_bf16_peak"] = tflops * 1e12 / info.peak_dense_bf16_flops;
-      device_line += fmt::format(" = {:.1f}% of its {:.0f} TFLOP/s dense bf16 peak", 100 * tflops * 1e12 /
-                                 info.peak_dense_bf16_flops, info.peak_dense_bf16_flops / 1e12);
+      device_line +=
+          fmt::format(" = {:.1f}% of its {:.0f} TFLOP/s dense bf16 peak",
+                      100 * tflops * 1e12 / info.peak_dense_bf16_flops, info.peak_dense_bf16_flops / 1e12);
     }
     if (info.peak_allocated_bytes > 0) {
       result["peak_device_memory_bytes"] = info.peak_allocated_bytes;
@@ -179,7 +182,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       result["train_sequences_per_second"].get<double>(), result["train_tokens_per_second"].get<double>(),
       ms["forward"].get<double>(), ms["backward"].get<double>(), ms["optimizer"].get<double>(),
       ms["communication"].get<double>(), ms["upload"].get<double>(),
-      result["inference_sequences_per_second"].get<double>(), result["peak_rss_mib"].get<double>(), device_line);
+      result["inference_sequences_per_second"].get<double>(), result["peak_rss_mib"].get<double>(),
+      device_line);
 }
 
 void register_bench_verb(CLI::App& app, GlobalOptions& options) {

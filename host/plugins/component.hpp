@@ -4,6 +4,8 @@
 // the last reference to the object is gone — even after the registry that loaded it is destroyed.
 // `call` is the guard every host→plugin call goes through: whatever the plugin throws becomes a
 // host PluginError naming the plugin and the component, raised while the library is still mapped.
+// `invoke` is the same guard for the common case of one member function call:
+// `optimizer.invoke(&loom::Optimizer::successful_steps)` rather than a lambda around it.
 #pragma once
 
 #include <exception>
@@ -33,6 +35,16 @@ class Component {
       throw PluginError("plugin '" + plugin_ + "', component " + name_ +
                         ": threw an exception not derived from std::exception");
     }
+  }
+
+  /// `(interface.*method)(args...)` under the same guard as `call`.
+  template <typename Result, typename... Params, typename... Args>
+  Result invoke(Result (Interface::*method)(Params...), Args&&... args) const {
+    return call([&](Interface& object) -> Result { return (object.*method)(std::forward<Args>(args)...); });
+  }
+  template <typename Result, typename... Params, typename... Args>
+  Result invoke(Result (Interface::*method)(Params...) const, Args&&... args) const {
+    return call([&](Interface& object) -> Result { return (object.*method)(std::forward<Args>(args)...); });
   }
 
   explicit operator bool() const { return static_cast<bool>(object_); }

@@ -1,14 +1,15 @@
-// Trainer: `loom run` — the training loop of DESIGN.md §4, readable top to bottom.
+// Trainer: `loom run`. Construction builds the run (components, datasets, model, optimizer) and
+// resumes or initialises it; `run()` is the loop:
 //
-//   per step:  zero grads → k micro-batches (next_batch → upload → forward → backward with
-//              loss scale / k, so gradients are the mean over micro-batches) → all-reduce (mean
-//              over ranks; in buckets overlapping the last backward, or once after it:
-//              gradient_sync.hpp) → non-finite check → precision decides apply/skip → schedule lr from
-//              the successful-step count → fused optimizer step → cast working weights → metrics
-//   around it: evaluation every `train.eval_every` steps on [eval_data], checkpoints every
-//              `checkpoint.every` steps and at the end, Ctrl-C/SIGTERM finish the step, checkpoint
-//              and return normally; RunControl commands (the metrics stream of [metrics] listen,
-//              loom-dash) are taken at step boundaries.
+//   while steps remain and nobody asked to stop:
+//     train_step()              zero, micro-batches, gradient sync, precision, update (train_step.hpp)
+//     log window → record       every `train.log_every` steps (log_window.hpp, run_reporter.hpp)
+//     evaluation                every `train.eval_every` steps on [eval_data]
+//     checkpoint                every `checkpoint.every` steps
+//     step boundary             RunControl commands of the metrics stream (pause, checkpoint-now,
+//                               stop), shared with every rank
+//   then a last evaluation and checkpoint. Ctrl-C/SIGTERM finish the step, checkpoint and return
+//   normally.
 //
 // Device backends (memory the host cannot dereference): the all-reduce, the non-finite check and
 // the optimizer run on host copies of the gradients and master weights — one gradient download
@@ -33,10 +34,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plugins/plugin_registry.hpp"
-#include "recipe/recipe.hpp"
 #include "control/run_control.hpp"
 #include "metrics/run_observer.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "recipe/recipe.hpp"
 
 namespace loom::host {
 
@@ -77,9 +78,5 @@ class Trainer {
   struct State;
   std::unique_ptr<State> state_;
 };
-
-/// The dropout key of one micro-batch (a splitmix64 mix; documented so other tools can reproduce
-/// it). `micro_batch` is its place among all ranks' micro-batches of the step: micro × world + rank.
-uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_batch);
 
 }  // namespace loom::host

@@ -1,0 +1,127 @@
+// One optimizer step; see train_step.hpp for the sequence.
+#include "train/train_step.hpp"
+
+#include <vector>
+
+namespace loom::host {
+namespace {
+
+struct MicroBatchesRun {
+  uint64_t with_rows = 0;    // micro-batches of this rank that had rows
+  bool epoch_ended = false;  // one of them was the last of its epoch
+};
+
+double output_scalar(const StepParts& p, const char* name) {
+  const loom::Tensor t = p.model.output(name);
+  float v = 0;
+  if (t.defined()) p.components.backend.get()->copy_to_host(&v, t.data, sizeof(float));
+  return static_cast<double>(v);
+}
+
+void add_losses(const StepParts& p, const HostBatch& batch, int32_t rows, bool measure_mlm_accuracy,
+                StepLosses& losses) {
+  losses.loss += p.model.loss();
+  losses.mlm_loss += output_scalar(p, "mlm_loss");
+  losses.nsp_loss += output_scalar(p, "nsp_loss");
+  losses.micro_batches += 1;
+  losses.rows += static_cast<uint64_t>(rows);
+  for (int64_t i = 0; i < batch.batch * batch.seq; ++i) losses.tokens += batch.attention_mask[i] != 0;
+  if (measure_mlm_accuracy) {
+    const Tally t = masked_lm_tally(p.model, *p.components.backend.get(), batch);
+    losses.mlm_tally.correct += t.correct, losses.mlm_tally.total += t.total;
+  }
+}
+
+// Forward and backward of the step's k micro-batches; gradients accumulate.
+MicroBatchesRun accumulate_gradients(const StepParts& p, uint64_t step, double loss_scale,
+                                     bool measure_mlm_accuracy, StepLosses& losses) {
+  const uint64_t k = p.grad_accumulation;
+  const bool overlap_sync = p.group.world > 1 && p.sync.overlapping();
+  MicroBatchesRun run;
+  for (uint64_t micro = 0; micro < k; ++micro) {
+    loom::BatchShape shape{};
+    const HostBatch batch =
+        p.components.data.call([&](loom::Dataset& d) { return p.buffers.next(d, shape); });
+    run.epoch_ended = run.epoch_ended || shape.last_in_epoch != 0;
+    p.trace.record(shape, p.buffers.instance_ids());
+    const bool last = micro + 1 == k;
+    if (shape.rows == 0) {  // the other ranks took the rest of the epoch; still send gradients
+      if (last && overlap_sync)
+        for (size_t first : p.model.grads_final_offsets()) p.sync.grads_final_from(first);
+      continue;
+    }
+    ++run.with_rows;
+    // Keyed by the micro-batch's place among all ranks' micro-batches of the step, so 2 ranks
+    // with batch b see the dropout 1 process with batch b and accumulation 2 sees.
+    const uint64_t place = micro * static_cast<uint64_t>(p.group.world) + static_cast<uint64_t>(p.group.rank);
+    p.model.forward(p.staging.upload(batch), StepSettings{true, dropout_key(p.seed, step, place)});
+    add_losses(p, batch, shape.rows, measure_mlm_accuracy && last, losses);
+    const auto scale = static_cast<float>(loss_scale / static_cast<double>(k));
+    if (last && overlap_sync)
+      p.model.backward(scale, [&](size_t first) { p.sync.grads_final_from(first); });
+    else
+      p.model.backward(scale);
+  }
+  return run;
+}
+
+// The mean over ranks; returns the seconds spent blocked on it. At an epoch's end some ranks may
+// have had no batch: the sum is then divided by the batches that ran rather than by k × world.
+double average_over_ranks(const StepParts& p, const MicroBatchesRun& run) {
+  p.sync.finish();
+  const double blocked = p.sync.take_blocked_seconds();
+  if (run.epoch_ended) {
+    std::vector<double> ran{static_cast<double>(run.with_rows)};
+    sum_over_ranks(p.group, ran);
+    const double expected = static_cast<double>(p.grad_accumulation) * p.group.world;
+    if (ran[0] > 0 && ran[0] < expected) {
+      const auto factor = static_cast<float>(expected / ran[0]);
+      float* grads = p.grads.data();
+      for (size_t i = 0; i < p.grads.size(); ++i) grads[i] *= factor;
+    }
+  }
+  return blocked;
+}
+
+void apply_update(const StepParts& p, double grad_scale, StepOutcome& out) {
+  const Component<loom::Optimizer>& optimizer = p.components.optimizer;
+  const double base_lr = optimizer.invoke(&loom::Optimizer::base_lr);
+  const uint64_t done = optimizer.invoke(&loom::Optimizer::successful_steps);
+  out.lr = p.components.schedule.invoke(&loom::Schedule::lr, base_lr, done);
+  const loom::OptimizerStepResult result = optimizer.invoke(
+      &loom::Optimizer::step, p.master.data(), p.grads.data(), loom::OptimizerStepArgs{out.lr, grad_scale});
+  out.grad_norm = result.grad_norm;
+  out.applied = true;
+  p.master.push();
+  p.model.refresh_compute_weights();
+}
+
+}  // namespace
+
+StepOutcome train_step(const StepParts& p, uint64_t step, bool measure_mlm_accuracy) {
+  StepOutcome out;
+  p.model.zero_grads();
+  out.loss_scale = p.components.precision.invoke(&loom::Precision::loss_scale);
+  const MicroBatchesRun run = accumulate_gradients(p, step, out.loss_scale, measure_mlm_accuracy, out.losses);
+  p.grads.pull();  // on a device backend: the step's one bulk device → host copy
+  if (p.group.world > 1) out.allreduce_seconds = average_over_ranks(p, run);
+  const bool nonfinite = p.components.precision.invoke(
+      &loom::Precision::any_nonfinite, static_cast<const float*>(p.grads.data()), p.grads.size());
+  const loom::PrecisionDecision decision =
+      p.components.precision.invoke(&loom::Precision::after_backward, nonfinite);
+  if (decision.apply) apply_update(p, decision.grad_scale, out);
+  return out;
+}
+
+uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_batch) {
+  auto mix = [](uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  };
+  // The outer mix (of a former rank term, now 0) keeps single-process keys what they were.
+  return mix(mix(mix(mix(seed) ^ step) ^ micro_batch));
+}
+
+}  // namespace loom::host

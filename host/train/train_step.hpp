@@ -1,0 +1,73 @@
+// train_step(): one optimizer step of `loom run`, the page to read first.
+//
+//   zero gradients
+//   k micro-batches: next batch → upload → forward (dropout keyed by step and micro-batch) →
+//                    backward with loss scale / k, so the gradients are the mean over micro-batches
+//   gradients to the host view (one bulk copy on a device backend: host_mirror.hpp)
+//   several ranks:   mean over ranks (buckets that overlapped the last backward, or one all-reduce:
+//                    gradient_sync.hpp); at an epoch's end, rescaled to the batches that ran
+//   precision:       non-finite check → apply or skip (dynamic loss scaling backs off on a skip)
+//   update:          learning rate from the schedule at the successful-step count → optimizer step
+//                    on the flat master weights → working (compute-dtype) weights refreshed
+//
+// It returns what happened; logging windows, evaluation, checkpoints and run control are the
+// trainer's (trainer.cpp), around the step.
+#pragma once
+
+#include <cstdint>
+
+#include "eval/evaluator.hpp"
+#include "model/batch_staging.hpp"
+#include "model/host_batch_buffers.hpp"
+#include "model/host_mirror.hpp"
+#include "model/model.hpp"
+#include "train/data_parallel.hpp"
+#include "train/gradient_sync.hpp"
+#include "train/instance_trace.hpp"
+#include "train/run_components.hpp"
+
+namespace loom::host {
+
+/// This rank's micro-batches of one step, summed.
+struct StepLosses {
+  double loss = 0, mlm_loss = 0, nsp_loss = 0;
+  uint64_t micro_batches = 0;  ///< micro-batches that had rows
+  uint64_t rows = 0;           ///< sequences
+  uint64_t tokens = 0;         ///< non-padding tokens
+  Tally mlm_tally;             ///< masked-LM accuracy of the last micro-batch, when asked for
+};
+
+/// What one step did.
+struct StepOutcome {
+  StepLosses losses;
+  bool applied = false;          ///< false: the precision policy skipped it (non-finite gradients)
+  double loss_scale = 0;         ///< the loss scale backward used
+  double lr = 0;                 ///< the learning rate of the update (0 when skipped)
+  double grad_norm = 0;          ///< the update's global gradient norm (0 when skipped)
+  double allreduce_seconds = 0;  ///< time blocked in the gradient all-reduce
+};
+
+/// What a step works on; the trainer builds it once.
+struct StepParts {
+  RunComponents& components;
+  Model& model;
+  BatchStaging& staging;
+  HostBatchBuffers& buffers;
+  HostMirror& master;  ///< host view of the flat master weights
+  HostMirror& grads;   ///< host view of the flat gradients
+  GradientSync& sync;
+  RankGroup group;
+  uint64_t seed;               ///< the run's seed (dropout keys)
+  uint64_t grad_accumulation;  ///< micro-batches per step (k)
+  InstanceTrace& trace;
+};
+
+/// Runs step number `step` (0-based, before it is counted). `measure_mlm_accuracy`: also tally the
+/// masked-LM accuracy of the last micro-batch (log steps only: it reads the logits back).
+StepOutcome train_step(const StepParts& parts, uint64_t step, bool measure_mlm_accuracy);
+
+/// The dropout key of one micro-batch (a splitmix64 mix; documented so other tools can reproduce
+/// it). `micro_batch` is its place among all ranks' micro-batches of the step: micro × world + rank.
+uint64_t dropout_key(uint64_t seed, uint64_t step, uint64_t micro_batch);
+
+}  // namespace loom::host
