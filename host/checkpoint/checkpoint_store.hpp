@@ -1,4 +1,4 @@
-// CheckpointStore: the checkpoints/ directory of a run (DESIGN.md §6) and its crash safety.
+// CheckpointStore: the checkpoints/ directory of a run (docs/design.md §6) and its crash safety.
 //
 //   checkpoints/step-000500/   files of one checkpoint + MANIFEST (sha256 of every other file)
 //   checkpoints/latest         the name of the newest complete checkpoint ("step-000500")

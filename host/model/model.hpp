@@ -1,4 +1,4 @@
-// Model: the blocks of a network, its flat parameters and its activation arena (DESIGN.md §3–§4).
+// Model: the blocks of a network, its flat parameters and its activation arena (docs/design.md §3–§4).
 //
 // Construction creates every block through the plugin registry (block/<name>), sets it up, lays
 // all parameters out in one ParameterTable — full Hugging Face names composed from each block's

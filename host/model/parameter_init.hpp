@@ -1,4 +1,4 @@
-// Initial parameter values (Hugging Face `_init_weights`, decisions/initialisation.md).
+// Initial parameter values (Hugging Face `_init_weights`, docs/decisions/initialisation.md).
 //
 // normal: N(0, std²) with std = initializer_range; zeros; ones. The normal stream of a parameter
 // is keyed by (seed, parameter name), so adding or reordering blocks never changes the values of

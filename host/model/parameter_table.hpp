@@ -1,4 +1,4 @@
-// ParameterTable: where every model parameter lives in the flat fp32 buffers (DESIGN.md §3).
+// ParameterTable: where every model parameter lives in the flat fp32 buffers (docs/design.md §3).
 //
 // Each parameter has its full Hugging Face name, its PyTorch shape, an element offset into the
 // flat master/gradient buffers (aligned to kParameterAlignment elements so every parameter starts

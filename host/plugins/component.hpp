@@ -38,12 +38,12 @@ class Component {
   }
 
   /// `(interface.*method)(args...)` under the same guard as `call`.
-  template <typename Result, typename... Params, typename... Args>
-  Result invoke(Result (Interface::*method)(Params...), Args&&... args) const {
+  template <typename Result, typename Object, typename... Params, typename... Args>
+  Result invoke(Result (Object::*method)(Params...), Args&&... args) const {
     return call([&](Interface& object) -> Result { return (object.*method)(std::forward<Args>(args)...); });
   }
-  template <typename Result, typename... Params, typename... Args>
-  Result invoke(Result (Interface::*method)(Params...) const, Args&&... args) const {
+  template <typename Result, typename Object, typename... Params, typename... Args>
+  Result invoke(Result (Object::*method)(Params...) const, Args&&... args) const {
     return call([&](Interface& object) -> Result { return (object.*method)(std::forward<Args>(args)...); });
   }
 

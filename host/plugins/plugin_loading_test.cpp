@@ -1,4 +1,4 @@
-// Every way a plugin file can be wrong, and what the host says about it (plugin-abi.md §3.8).
+// Every way a plugin file can be wrong, and what the host says about it (docs/plugin-abi.md §8).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Where the host looks for plugins, in order (DESIGN.md §2, docs/plugins.md):
+// Where the host looks for plugins, in order (docs/plugin-abi.md §4, docs/plugins.md):
 //   1. --plugin FILE (a failure to load is fatal) and --plugin-path DIR
 //   2. the recipe's [plugins] paths
 //   3. LOOM_PLUGIN_PATH (colon-separated; ignored for setuid processes)

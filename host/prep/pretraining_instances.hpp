@@ -1,5 +1,5 @@
 // Pretraining instances: NSP sentence pairs and static MLM masks from tokenized documents,
-// exactly as BERT's create_pretraining_data.py (dle-bert.md §2.6–2.8) does it:
+// exactly as BERT's create_pretraining_data.py (docs/reference.md §2.6–§2.8) does it:
 // create_instances_from_document (target length with short_seq_prob, random-next from another
 // document with ≤ 10 tries and "put back" of unused sentences, truncate_seq_pair trimming the
 // longer side from the front or back at random) and create_masked_lm_predictions

@@ -1,5 +1,5 @@
 // Writes pretraining instances as an HDF5 shard in the layout of BERT's
-// create_pretraining_data.py (dle-bert.md §4.1), so NVIDIA's loaders and ours read it alike:
+// create_pretraining_data.py (docs/reference.md §4.1), so NVIDIA's loaders and ours read it alike:
 //   input_ids [N,L] int32, input_mask [N,L] int8, segment_ids [N,L] int8,
 //   masked_lm_positions [N,P] int32, masked_lm_ids [N,P] int32, next_sentence_labels [N] int8;
 // zero-padded, gzip level 4 (h5py's default), chunked by rows. The file is written under a

@@ -1,4 +1,4 @@
-// The host's error types and the process exit code each maps to (DESIGN.md §7):
+// The host's error types and the process exit code each maps to (docs/design.md §7):
 // 0 ok, 1 runtime failure, 2 usage or recipe error, 3 plugin load error.
 #pragma once
 

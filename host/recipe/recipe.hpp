@@ -1,4 +1,4 @@
-// Recipes: TOML files with one table per component (DESIGN.md §5).
+// Recipes: TOML files with one table per component (docs/design.md §5).
 //
 // `load_recipe` parses the file (errors carry file:line:col), merges `include = [...]` files
 // first (paths relative to the including file; cycles reported with the chain), lays the file's

@@ -1,4 +1,4 @@
-// The files of one training checkpoint (DESIGN.md §6). The directory is also a Hugging Face
+// The files of one training checkpoint (docs/design.md §6). The directory is also a Hugging Face
 // model directory: config.json (BertConfig), model.safetensors (fp32, Hugging Face names) and
 // vocab.txt load with `BertForPreTraining.from_pretrained(dir)`. Beside them:
 // optimizer.safetensors (the optimizer's flat state tensors, by name), and state.json (step,

@@ -1,4 +1,4 @@
-// block/bert.encoder-layer: one post-LN transformer layer of BERT (dle-bert.md §2.9).
+// block/bert.encoder-layer: one post-LN transformer layer of BERT (docs/reference.md §2.9).
 //
 //   q, k, v  = x·Wqᵀ + bq, x·Wkᵀ + bk, x·Wvᵀ + bv               (B, T, H) → heads (B, nh, T, d)
 //   probs    = softmax(q·kᵀ / √d + key_mask)                     (B, nh, T, T)

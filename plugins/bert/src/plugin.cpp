@@ -1,4 +1,4 @@
-// The bert plugin: the blocks of Hugging Face / NVIDIA BERT (DESIGN.md §3, dle-bert.md §2.9).
+// The bert plugin: the blocks of Hugging Face / NVIDIA BERT (docs/design.md §3, docs/reference.md §2.9).
 #include "loom/sdk/plugin.hpp"
 
 #include "components.hpp"

@@ -6,7 +6,7 @@
 //   logits     = z·Eᵀ + bias,  E = word embeddings (tied)              (M, V) in rows of stride Vp
 //   loss       = CE_mean(logits, masked_labels) + CE_mean(nsp_logits, next_sentence_labels)
 // Logit rows are padded to Vp = vocab rounded up to 8 (aligned rows, as NVIDIA pads); the padding
-// columns are never computed nor read, and no parameter is padded (decisions/vocab-padding.md).
+// columns are never computed nor read, and no parameter is padded (docs/decisions/vocab-padding.md).
 // Forward computes the losses only; backward recomputes the softmax while turning the logits into
 // their gradient in place, so the logits stay readable as an output until backward.
 #include "components.hpp"

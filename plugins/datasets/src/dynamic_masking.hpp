@@ -1,5 +1,5 @@
 // Dynamic masking at load time (`[data] masking = "dynamic"`), as LDDL's loader and Hugging Face's
-// DataCollatorForLanguageModeling do it (dle-bert.md §2.6): every real token other than
+// DataCollatorForLanguageModeling do it (docs/reference.md §2.6): every real token other than
 // [CLS]/[SEP]/[PAD] is chosen independently with probability masked_lm_prob; a chosen token becomes
 // [MASK] with probability mask_ratio, else a uniformly random id in [0, vocab_size) with
 // probability random_ratio / (1 - mask_ratio), else stays. No cap on the count. The generator is
