@@ -3,7 +3,7 @@
 
 Transcribes create_training_instances / create_instances_from_document / truncate_seq_pair /
 create_masked_lm_predictions (google-research/bert, as used by NVIDIA DeepLearningExamples; see
-shared/reference/dle-bert.md §2.6-2.7) working on token ids instead of token strings, with
+docs/reference.md §2.6–§2.7) working on token ids instead of token strings, with
 Python's own `random.Random(seed)` — the generator Loom's PythonRandom reproduces.
 
 Usage: reference_pretraining_instances.py INPUT.json OUTPUT.json

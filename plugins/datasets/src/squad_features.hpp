@@ -1,5 +1,5 @@
 // SQuAD v1.1 / v2.0 → span-extraction features, as DLE's run_squad.py (read_squad_examples,
-// convert_examples_to_features; dle-bert.md §7.1):
+// convert_examples_to_features; docs/reference.md §7.1):
 // - context split on whitespace (space, \t, \r, \n, U+202F) into words with a character → word
 //   map; answer_start counts Unicode code points; a training answer whose text is not found in
 //   the span of words it maps to is skipped (counted);

@@ -1,5 +1,5 @@
 // optimizer/adamw: one AdamW step in one pass over the flat buffers (apex FusedAdam, adam_w_mode=1,
-// which the reference fine-tuning uses; reference/dle-bert.md §2.5):
+// which the reference fine-tuning uses; docs/reference.md §2.5):
 //   N = ‖g‖·grad_scale; with max_grad_norm > 0: c = (N + 1e-6) / max_grad_norm if > 1 else 1
 //   t = successful_steps + 1;  ĝ = g·grad_scale / c
 //   m = β1·m + (1−β1)·ĝ;  v = β2·v + (1−β2)·ĝ²

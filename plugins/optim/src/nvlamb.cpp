@@ -1,5 +1,5 @@
 // optimizer/nvlamb: one LAMB step over the flat buffers, as DeepLearningExamples' fused LAMB does it
-// (reference/dle-bert.md §2.1):
+// (docs/reference.md §2.1):
 //   N = ‖g‖·grad_scale over all segments; c = N / max_grad_norm if N > max_grad_norm else 1
 //   t = successful_steps + 1
 //   ĝ = g·grad_scale / c;  m = β1·m + (1−β1)·ĝ;  v = β2·v + (1−β2)·ĝ²

@@ -1,4 +1,4 @@
-// The learning-rate schedules of the reference (reference/dle-bert.md §2.2), each a pure function
+// The learning-rate schedules of the reference (docs/reference.md §2.2), each a pure function
 // of the successful-step count s and the run's step count T, with t = s + 1 and p = t / T:
 //   schedule/poly-warmup    lr = base·p/warmup if p < warmup, else base·max(1 − p, 0)^degree
 //   schedule/linear-warmup  lr = base·p/warmup if p < warmup, else base·max((p − 1)/(warmup − 1), 0)

@@ -1,5 +1,5 @@
-// optimizer/adamw against a double-precision AdamW (apex FusedAdam adam_w_mode, reference/dle-bert.md
-// §2.5), with and without bias correction and global clipping, over several steps.
+// optimizer/adamw against a double-precision AdamW (apex FusedAdam adam_w_mode;
+// docs/reference.md §2.5), with and without bias correction and global clipping, over several steps.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // optimizer/nvlamb against a straightforward double-precision LAMB written from
-// reference/dle-bert.md §2.1, over several steps on random data.
+// docs/reference.md §2.1, over several steps on random data.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The schedules against the reference formulas (reference/dle-bert.md §2.2), written out in double.
+// The schedules against the reference formulas (docs/reference.md §2.2), written out in double.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // DynamicLossScaler: the fp16 loss scale and its transitions (torch.cuda.amp.GradScaler, which the
-// reference pretraining uses, plus apex amp's cap and an explicit floor; reference/dle-bert.md §2.3):
+// reference pretraining uses, plus apex amp's cap and an explicit floor; docs/reference.md §2.3):
 // - non-finite gradients: the step is skipped, scale ← max(scale·backoff_factor, min_scale), the
 //   clean-step counter restarts; an overflow while the scale is already at min_scale cannot be
 //   cured by scaling and throws a diagnosis (the reference divides by a scale of 0 instead);

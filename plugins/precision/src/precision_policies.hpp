@@ -1,4 +1,4 @@
-// The three precision policies (docs/decisions/precision.md):
+// The three precision policies (docs/decisions/loss-scaling.md):
 // - precision/fp32: fp32 compute, the flat fp32 buffer is the model, no loss scaling;
 // - precision/bf16-mixed: bf16 compute with fp32 master weights and fp32 gradients; bf16 has
 //   fp32's exponent range, so no loss scaling;
