@@ -1,7 +1,7 @@
 // Block: one piece of a model (embeddings, an encoder layer, a head) that declares its parameters
 // and activation needs and runs forward and backward through a Backend.
 //
-// Contract (DESIGN.md §3–§4; the style of llm.c's layer_forward / layer_backward):
+// Contract (docs/design.md §3–§4; the style of llm.c's layer_forward / layer_backward):
 // - Life cycle: created by the host from the recipe's [model] `blocks` list (no options of its
 //   own) → `setup()` once with the model config, backend and compute dtype → the host reads the
 //   parameter specs, lays every parameter out in one flat fp32 master buffer and one flat fp32

@@ -13,7 +13,7 @@
 
 LOOM_SDK_NAMESPACE_BEGIN
 
-/// Which GELU `hidden_act` names (decisions/gelu-variant.md).
+/// Which GELU `hidden_act` names (docs/reference.md §2.9).
 enum class GeluKind : int32_t {
   erf = 0,   ///< "gelu": x·Φ(x) with the exact error function (Google/Hugging Face BERT)
   tanh = 1,  ///< "gelu_new" / "gelu_pytorch_tanh": the tanh approximation

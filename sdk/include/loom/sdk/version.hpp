@@ -1,5 +1,5 @@
 // Versions of the Loom SDK: the plugin ABI (checked by the host when loading) and the SDK's
-// semantic version (informational). Breaking changes are listed, dated, in docs/sdk-changes.md.
+// semantic version (informational). Breaking changes are listed in docs/plugins.md ("SDK changes").
 #pragma once
 
 #include "loom/sdk/plugin_abi.h"
