@@ -1,6 +1,6 @@
-// GEMM at BERT shapes: M = 4096 tokens, K×N as in docs/decisions/gemm-library.md, through the backend (what blocks
-// get) and, for the library decision, oneDNN matmul directly (f32, and bf16 with the weights in
-// oneDNN's preferred blocked layout). Counters: GFLOP/s = 2·M·N·K / time.
+// GEMM at BERT shapes: M = 4096 tokens, K×N as in docs/decisions/gemm-library.md, through the
+// backend (what blocks get) and, for the library decision, oneDNN matmul directly (f32, and bf16
+// with the weights in oneDNN's preferred blocked layout). Counters: GFLOP/s = 2·M·N·K / time.
 #include <benchmark/benchmark.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
