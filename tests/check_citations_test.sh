@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# scripts/check-citations on the fixture tree tests/fixtures/citations/tree: it must exit 1 and name
+# exactly the broken citations of expected-problems.txt (a missing document, a missing section, a
+# missing bare name, a missing source, a range whose end is missing) and none of the lines that
+# resolve or are not citations; with the broken lines removed the same tree must pass.
+# Usage: check_citations_test.sh REPOSITORY_ROOT
+set -euo pipefail
+repo=$1
+fixture=$repo/tests/fixtures/citations
+check=$repo/scripts/check-citations
+
+set +e
+found=$(/usr/bin/python3 "$check" --root "$fixture/tree" 2>/dev/null)
+status=$?
+set -e
+if [ "$status" -ne 1 ]; then
+  echo "FAIL: check-citations exited $status on the broken fixture tree, expected 1"; exit 1
+fi
+if ! diff <(printf '%s\n' "$found") "$fixture/expected-problems.txt"; then
+  echo "FAIL: check-citations reported other problems than expected-problems.txt (diff above)"; exit 1
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp -r "$fixture/tree/." "$work/"
+grep -v -e 'missing' -e 'not there' "$fixture/tree/src/engine/step.hpp" > "$work/src/engine/step.hpp"
+if ! /usr/bin/python3 "$check" --root "$work"; then
+  echo "FAIL: check-citations failed on the fixture tree without its broken lines"; exit 1
+fi
+echo "ok: check-citations names every broken citation of the fixture and passes without them"
