@@ -2,15 +2,14 @@
 // throughput of the recipe's model, data and precision (no checkpoints, no metrics files):
 // sequences/s, tokens/s, model TFLOP/s (training_flops.hpp), milliseconds per step split into
 // data, forward, backward, optimizer and communication, the process's peak RSS, and on a
-// version-2 backend the device (name, SMs or threads, share of its dense bf16 peak, peak device
-// memory). Batches come from the recipe's [data], read once
-// before timing starts, so the numbers measure compute, not the data pipeline. Under mpirun with
-// communicator/mpi every rank trains on the same batch and gradients are averaged as `loom run`
-// does (overlapped buckets, or once with train.allreduce_post_accumulation); "communication" is
-// then the time a step waited for gradients that backward did not hide. On a backend whose memory
-// the host cannot address (a GPU) the optimizer runs on host copies as in `loom run`
-// (host_mirror.hpp): "communication" includes the gradient download, "optimizer" the weight
-// upload. Rank 0 prints.
+// backend that describes its device (DeviceDescription) the device (name, SMs or threads, share of its dense
+// bf16 peak, peak device memory). Batches come from the recipe's [data], read once before timing starts, so
+// the numbers measure compute, not the data pipeline. Under mpirun with communicator/mpi every rank trains on
+// the same batch and gradients are averaged as `loom run` does (overlapped buckets, or once with
+// train.allreduce_post_accumulation); "communication" is then the time a step waited for gradients that
+// backward did not hide. On a backend whose memory the host cannot address (a GPU) the optimizer runs on host
+// copies as in `loom run` (host_mirror.hpp): "communication" includes the gradient download, "optimizer" the
+// weight upload. Rank 0 prints.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -20,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
-#include "loom/sdk/backend2.hpp"
+#include "loom/sdk/ops/device_description.hpp"
 #include "model/host_mirror.hpp"
 #include "model/model_setup.hpp"
 #include "model/training_flops.hpp"
@@ -52,7 +51,7 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   loom::Backend& backend = *c.backend.get();
   const loom::DatasetSetup setup{0, 1, settings.seed, c.tokenizer ? c.tokenizer.get() : nullptr};
   const host::DatasetModel run =
-      host::build_model_for_dataset(recipe, *registry, backend, *c.precision.get(), c.data, setup);
+      host::build_model_for_dataset(recipe, *registry, c.backend, *c.precision.get(), c.data, setup);
   host::Model& model = run.model();
   host::BatchStaging& staging = *run.staging;
   const auto segments = model.parameters().segments();
@@ -145,8 +144,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       {"train_model_tflops_per_second", tflops},
       {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
   std::string device_line;
-  if (loom::Backend2* backend2 = registry->backend2(backend)) {
-    const loom::DeviceInfo info = backend2->device_info();
+  if (const loom::DeviceDescription* device = c.backend.find<loom::DeviceDescription>()) {
+    const loom::DeviceInfo info = device->device_info();
     result["device"] = info.name;
     result["device_multiprocessors"] = info.multiprocessors;
     device_line =

@@ -14,17 +14,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/bert_checkpoint.hpp"
+#include "checkpoint/safetensors.hpp"
 #include "cli_context.hpp"
+#include "loom/sdk/component_kind.hpp"
 #include "model/batch_json.hpp"
 #include "model/batch_staging.hpp"
-#include "checkpoint/bert_checkpoint.hpp"
 #include "model/bert_config.hpp"
-#include "recipe/errors.hpp"
-#include "train/run_checkpoint.hpp"
 #include "model/model.hpp"
 #include "model/model_config.hpp"
-#include "checkpoint/safetensors.hpp"
-#include "loom/sdk/component_kind.hpp"
+#include "recipe/errors.hpp"
+#include "train/run_checkpoint.hpp"
 
 namespace loom::cli {
 namespace {
@@ -81,7 +81,7 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   const loom::DType dtype = args.precision == "bf16-mixed"   ? loom::DType::bf16
                             : args.precision == "fp16-mixed" ? loom::DType::f16
                                                              : loom::DType::f32;
-  host::Model model(*registry, blocks, config, backend, dtype);
+  host::Model model(*registry, blocks, config, backend_component, dtype);
 
   const host::CheckpointLoadReport report =
       host::load_model_weights(model, host::SafetensorsFile::open(args.weights), {});
@@ -120,7 +120,8 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
     backend.copy_to_host(unscaled.data(), model.grads().data, total * sizeof(float));
     for (float& g : unscaled) g /= loss_scale;
     const auto grads = model.checkpoint_tensors(unscaled.data());
-    host::save_bert_checkpoint(args.grads, grads, model.checkpoint_aliases(), {{"content", "gradients of loss"}});
+    host::save_bert_checkpoint(args.grads, grads, model.checkpoint_aliases(),
+                               {{"content", "gradients of loss"}});
   }
 }
 

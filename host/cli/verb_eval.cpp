@@ -3,13 +3,13 @@
 #include <iostream>
 
 #include "cli_context.hpp"
-#include "model/batch_staging.hpp"
 #include "eval/evaluator.hpp"
+#include "model/batch_staging.hpp"
 #include "model/host_batch_buffers.hpp"
 #include "model/model_setup.hpp"
+#include "recipe/run_settings.hpp"
 #include "train/run_checkpoint.hpp"
 #include "train/run_components.hpp"
-#include "recipe/run_settings.hpp"
 
 namespace loom::cli {
 namespace {
@@ -32,7 +32,7 @@ void register_eval_verb(CLI::App& app, GlobalOptions& options) {
     const loom::DatasetSetup setup{0, 1, settings.seed, c.tokenizer ? c.tokenizer.get() : nullptr};
     loom::Backend& backend = *c.backend.get();
     const host::DatasetModel run =
-        host::build_model_for_dataset(recipe, *registry, backend, *c.precision.get(), data, setup);
+        host::build_model_for_dataset(recipe, *registry, c.backend, *c.precision.get(), data, setup);
     const host::CheckpointLoadReport report = host::load_model_weights(run.model(), *checkpoint, {true, {}});
     if (!report.unexpected.empty())
       std::cerr << *checkpoint << ": " << report.unexpected.size() << " tensors the model does not use\n";

@@ -15,13 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
+#include "eval/evaluator.hpp"
+#include "loom/sdk/tokenizer.hpp"
 #include "model/batch_staging.hpp"
 #include "model/bert_config.hpp"
-#include "eval/evaluator.hpp"
 #include "model/model.hpp"
 #include "model/model_config.hpp"
 #include "train/run_checkpoint.hpp"
-#include "loom/sdk/tokenizer.hpp"
 
 namespace loom::cli {
 namespace {
@@ -106,7 +106,7 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
   std::vector<std::string> blocks{"bert.embeddings"};
   for (int i = 0; i < config.num_hidden_layers; ++i) blocks.push_back("bert.encoder-layer");
   blocks.push_back("bert.classifier-head");
-  host::Model model(*registry, blocks, config, *backend.get(), loom::DType::f32);
+  host::Model model(*registry, blocks, config, backend, loom::DType::f32);
   const int64_t seq = std::min<int64_t>(a.max_seq_length, config.max_position_embeddings);
   model.reserve({a.batch_size, seq, 0});
   host::BatchStaging staging(*backend.get(), {a.batch_size, seq, 0});

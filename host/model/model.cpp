@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "recipe/errors.hpp"
 #include "model/parameter_init.hpp"
+#include "recipe/errors.hpp"
 
 namespace loom::host {
 namespace {
@@ -40,8 +40,12 @@ std::string parameter_prefix(const char* scope, size_t occurrence) {
 }  // namespace
 
 Model::Model(const PluginRegistry& registry, const std::vector<std::string>& block_names,
-             const loom::ModelConfig& config, loom::Backend& backend, loom::DType compute_dtype)
-    : config_(config), backend_(backend), compute_dtype_(compute_dtype) {
+             const loom::ModelConfig& config, const Component<loom::Backend>& backend,
+             loom::DType compute_dtype)
+    : config_(config),
+      backend_(*backend.get()),
+      backend_interfaces_(backend.interfaces()),
+      compute_dtype_(compute_dtype) {
   if (block_names.size() < 2)
     throw std::invalid_argument("a model needs at least an embeddings block and a head ([model] blocks)");
   if (compute_dtype != loom::DType::f32 && compute_dtype != loom::DType::bf16 &&
@@ -97,8 +101,9 @@ void Model::add_block(const PluginRegistry& registry, const std::string& name,
   const size_t occurrence = static_cast<size_t>(std::count(seen.begin(), seen.end(), name));
   seen.push_back(name);
 
-  const loom::BlockSetup setup{&config_, &backend_, compute_dtype_, static_cast<int32_t>(blocks_.size()),
-                               registry.backend2(backend_)};
+  const loom::BlockSetup setup{&config_,       &backend_,
+                               compute_dtype_, static_cast<int32_t>(blocks_.size()),
+                               nullptr,        backend_interfaces_};
   const size_t index = blocks_.size();
   std::vector<const ParameterEntry*> parameters;
   block.block.call([&](loom::Block& b) {

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "checkpoint/bert_checkpoint.hpp"
-#include "plugins/component.hpp"
-#include "model/parameter_table.hpp"
-#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
+#include "model/parameter_table.hpp"
+#include "plugins/component.hpp"
+#include "plugins/plugin_registry.hpp"
 
 namespace loom::host {
 
@@ -37,9 +37,10 @@ class Model {
  public:
   /// Creates blocks `block_names` (without the "block/" kind) in order. The first must be an
   /// embeddings block, the last a head, every other a layer. Throws PluginError / loom::Error with
-  /// the block's name on any problem.
+  /// the block's name on any problem. Blocks get `backend` and its named interfaces (op families
+  /// such as fused attention).
   Model(const PluginRegistry& registry, const std::vector<std::string>& block_names,
-        const loom::ModelConfig& config, loom::Backend& backend, loom::DType compute_dtype);
+        const loom::ModelConfig& config, const Component<loom::Backend>& backend, loom::DType compute_dtype);
 
   const loom::ModelConfig& config() const { return config_; }
   loom::DType compute_dtype() const { return compute_dtype_; }
@@ -103,6 +104,7 @@ class Model {
 
   loom::ModelConfig config_;
   loom::Backend& backend_;
+  loom_query_interface_fn backend_interfaces_;
   loom::DType compute_dtype_;
   std::vector<ModelBlock> blocks_;
   std::vector<std::string> block_names_;

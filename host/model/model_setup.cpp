@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
-#include "recipe/errors.hpp"
+#include "loom/sdk/tokenizer.hpp"
 #include "model/model_config.hpp"
 #include "model/model_recipe.hpp"
-#include "loom/sdk/tokenizer.hpp"
+#include "recipe/errors.hpp"
 
 namespace loom::host {
 
@@ -29,9 +29,9 @@ loom::ActivationShape activation_shape_for(const loom::BatchLimits& limits) {
   return {rows, seq, limits.task == loom::BatchTask::pretraining ? rows * std::min(per_row, seq) : 0};
 }
 
-ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry, loom::Backend& backend,
-                       const loom::Precision& precision, const loom::BatchLimits* limits,
-                       const loom::Tokenizer* tokenizer) {
+ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry,
+                       const Component<loom::Backend>& backend, const loom::Precision& precision,
+                       const loom::BatchLimits* limits, const loom::Tokenizer* tokenizer) {
   const ModelRecipe model_recipe = read_model_recipe(recipe);
   ModelSetup setup;
   setup.bert_config = read_bert_config(model_recipe.config_path);
@@ -50,15 +50,16 @@ ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry, loo
 }
 
 DatasetModel build_model_for_dataset(const Recipe& recipe, const PluginRegistry& registry,
-                                     loom::Backend& backend, const loom::Precision& precision,
-                                     Component<loom::Dataset>& data, const loom::DatasetSetup& data_setup) {
+                                     const Component<loom::Backend>& backend,
+                                     const loom::Precision& precision, Component<loom::Dataset>& data,
+                                     const loom::DatasetSetup& data_setup) {
   DatasetModel d;
   data.call([&](loom::Dataset& dataset) { dataset.open(data_setup); });
   d.limits = data.call([](loom::Dataset& dataset) { return dataset.limits(); });
   d.setup = build_model(recipe, registry, backend, precision, &d.limits, data_setup.tokenizer);
   const loom::ActivationShape shape = activation_shape_for(d.limits);
   d.setup.model->reserve(shape);
-  d.staging = std::make_unique<BatchStaging>(backend, shape);
+  d.staging = std::make_unique<BatchStaging>(*backend.get(), shape);
   d.buffers = std::make_unique<HostBatchBuffers>(d.limits);
   return d;
 }

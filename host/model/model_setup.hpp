@@ -5,15 +5,15 @@
 
 #include <memory>
 
-#include "model/batch_staging.hpp"
-#include "model/bert_config.hpp"
-#include "plugins/component.hpp"
-#include "model/host_batch_buffers.hpp"
-#include "model/model.hpp"
-#include "plugins/plugin_registry.hpp"
-#include "recipe/recipe.hpp"
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/precision.hpp"
+#include "model/batch_staging.hpp"
+#include "model/bert_config.hpp"
+#include "model/host_batch_buffers.hpp"
+#include "model/model.hpp"
+#include "plugins/component.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "recipe/recipe.hpp"
 
 namespace loom::host {
 
@@ -32,9 +32,9 @@ loom::ActivationShape activation_shape_for(const loom::BatchLimits& limits);
 /// Reads [model], creates and sets up every block. `limits` may be nullptr (no dataset).
 /// With a `tokenizer`, a vocabulary larger than the config's vocab_size is a RecipeError naming both
 /// (its ids past the embedding table would be out of range).
-ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry, loom::Backend& backend,
-                       const loom::Precision& precision, const loom::BatchLimits* limits,
-                       const loom::Tokenizer* tokenizer = nullptr);
+ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry,
+                       const Component<loom::Backend>& backend, const loom::Precision& precision,
+                       const loom::BatchLimits* limits, const loom::Tokenizer* tokenizer = nullptr);
 
 /// A model for one dataset's batches: built for its limits, activations reserved, and the device
 /// staging and host buffers those batches need. What `loom eval` and `loom bench` set up alike.
@@ -49,7 +49,8 @@ struct DatasetModel {
 
 /// Opens `data` with `data_setup`, then builds the recipe's model for its batches.
 DatasetModel build_model_for_dataset(const Recipe& recipe, const PluginRegistry& registry,
-                                     loom::Backend& backend, const loom::Precision& precision,
-                                     Component<loom::Dataset>& data, const loom::DatasetSetup& data_setup);
+                                     const Component<loom::Backend>& backend,
+                                     const loom::Precision& precision, Component<loom::Dataset>& data,
+                                     const loom::DatasetSetup& data_setup);
 
 }  // namespace loom::host

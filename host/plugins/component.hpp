@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "loom/sdk/interfaces.hpp"
 #include "recipe/errors.hpp"
 
 namespace loom::host {
@@ -21,8 +22,13 @@ template <typename Interface>
 class Component {
  public:
   Component() = default;
-  Component(std::shared_ptr<Interface> object, std::string plugin, std::string name)
-      : object_(std::move(object)), plugin_(std::move(plugin)), name_(std::move(name)) {}
+  /// `interfaces`: the component's query_interface (nullptr when it offers none).
+  Component(std::shared_ptr<Interface> object, std::string plugin, std::string name,
+            loom_query_interface_fn interfaces = nullptr)
+      : object_(std::move(object)),
+        plugin_(std::move(plugin)),
+        name_(std::move(name)),
+        interfaces_(interfaces) {}
 
   /// Runs `body(interface)` and converts any exception into PluginError.
   template <typename Body>
@@ -47,6 +53,15 @@ class Component {
     return call([&](Interface& object) -> Result { return (object.*method)(std::forward<Args>(args)...); });
   }
 
+  /// The component's implementation of named interface `I` (loom/sdk/interfaces.hpp), or nullptr
+  /// when it does not offer it (always, for a plugin built before SDK 0.3).
+  template <typename I>
+  I* find() const {
+    return loom::find_interface<I>(interfaces_, static_cast<void*>(object_.get()));
+  }
+  /// The component's query_interface, for a block's BlockSetup (nullptr when it offers none).
+  loom_query_interface_fn interfaces() const { return interfaces_; }
+
   explicit operator bool() const { return static_cast<bool>(object_); }
   /// The raw interface, for hot paths that wrap a whole loop in one `call`.
   Interface* get() const { return object_.get(); }
@@ -58,6 +73,7 @@ class Component {
   std::shared_ptr<Interface> object_;
   std::string plugin_;
   std::string name_;
+  loom_query_interface_fn interfaces_ = nullptr;
 };
 
 }  // namespace loom::host

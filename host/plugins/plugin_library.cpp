@@ -3,16 +3,15 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
 
-#include "recipe/errors.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/communicator.hpp"
-#include "loom/sdk/backend2.hpp"
 #include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/dataset.hpp"
@@ -21,9 +20,12 @@
 #include "loom/sdk/precision.hpp"
 #include "loom/sdk/schedule.hpp"
 #include "loom/sdk/tokenizer.hpp"
+#include "recipe/errors.hpp"
 
 namespace loom::host {
 namespace {
+
+constexpr unsigned kSdk02BackendInterfaceVersion = 2;
 
 // Newest interface version of each kind this host can drive.
 unsigned supported_interface_version(uint32_t kind) {
@@ -31,7 +33,9 @@ unsigned supported_interface_version(uint32_t kind) {
     case LOOM_KIND_COMMUNICATOR:
       return loom::Communicator2::kInterfaceVersion;
     case LOOM_KIND_BACKEND:
-      return loom::Backend2::kInterfaceVersion;
+      // Version 2 was SDK 0.2's Backend2 (Backend plus fused attention); such a backend still
+      // loads and is driven through its version-1 op set. Op families are named interfaces now.
+      return kSdk02BackendInterfaceVersion;
     case LOOM_KIND_DATASET:
       return loom::Dataset::kInterfaceVersion;
     case LOOM_KIND_TOKENIZER:
@@ -50,8 +54,8 @@ unsigned supported_interface_version(uint32_t kind) {
 }
 
 // Oldest interface version of each kind this host still drives (communicator: version 1, the
-// host-memory interface that communicator/local implements; backend: version 1, without fused
-// attention).
+// host-memory interface that communicator/local implements; backend: version 1, the op set every
+// backend implements).
 unsigned oldest_interface_version(uint32_t kind) {
   switch (kind) {
     case LOOM_KIND_COMMUNICATOR:
@@ -113,8 +117,10 @@ std::string descriptor_problem(const loom_plugin_desc* d) {
     return "descriptor is missing its name, version or component table";
   for (uint32_t i = 0; i < d->num_components; ++i) {
     const loom_component_desc& c = d->components[i];
-    if (c.struct_size < sizeof(loom_component_desc) || c.name == nullptr || c.create == nullptr ||
-        c.destroy == nullptr)
+    // Every ABI 0.x descriptor has the fields up to `destroy`; later fields are read only when
+    // struct_size covers them (ComponentEntry::interfaces()).
+    if (c.struct_size < offsetof(loom_component_desc, query_interface) || c.name == nullptr ||
+        c.create == nullptr || c.destroy == nullptr)
       return fmt::format("component #{} has an incomplete descriptor", i);
     if (loom::kind_name(c.kind) == nullptr)
       return fmt::format("component '{}' has unknown kind {}; upgrade Loom", c.name, c.kind);

@@ -2,11 +2,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "recipe/errors.hpp"
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "plugins/plugin_test_support.hpp"
+#include "recipe/errors.hpp"
 
 namespace loom::host {
 namespace {
@@ -51,14 +51,20 @@ TEST(PluginLoading, ComponentIsCreatedWithOptionsAndWorks) {
 
 TEST(PluginLoading, WrongAbiMajorIsRefusedQuotingBothVersions) {
   const std::string message = explicit_load_error("wrong_abi_major", "fixture-abi-major");
-  EXPECT_NE(message.find(fmt::format("built for Loom plugin ABI 7.{}", LOOM_PLUGIN_ABI_MINOR)), std::string::npos) << message;
-  EXPECT_NE(message.find(fmt::format("this host provides ABI 0.{}", LOOM_PLUGIN_ABI_MINOR)), std::string::npos) << message;
+  EXPECT_NE(message.find(fmt::format("built for Loom plugin ABI 7.{}", LOOM_PLUGIN_ABI_MINOR)),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(fmt::format("this host provides ABI 0.{}", LOOM_PLUGIN_ABI_MINOR)),
+            std::string::npos)
+      << message;
   EXPECT_NE(message.find("rebuild the plugin"), std::string::npos) << message;
 }
 
 TEST(PluginLoading, NewerMinorIsRefusedAskingForAnUpgrade) {
   const std::string message = explicit_load_error("newer_minor", "fixture-abi-minor");
-  EXPECT_NE(message.find(fmt::format("ABI 0.99, newer than this host's ABI 0.{}", LOOM_PLUGIN_ABI_MINOR)), std::string::npos) << message;
+  EXPECT_NE(message.find(fmt::format("ABI 0.99, newer than this host's ABI 0.{}", LOOM_PLUGIN_ABI_MINOR)),
+            std::string::npos)
+      << message;
   EXPECT_NE(message.find("upgrade Loom"), std::string::npos) << message;
 }
 
@@ -106,7 +112,8 @@ TEST(PluginLoading, ScannedBadFilesAreRefusedNotFatal) {
       hermetic({fixture_dir("wrong_abi_major"), fixture_dir("good"), fixture_dir("not_a_library")}));
   EXPECT_EQ(registry.plugins().size(), 1u);
   ASSERT_EQ(registry.refused().size(), 2u);
-  EXPECT_NE(registry.refused()[0].reason.find(fmt::format("ABI 7.{}", LOOM_PLUGIN_ABI_MINOR)), std::string::npos);
+  EXPECT_NE(registry.refused()[0].reason.find(fmt::format("ABI 7.{}", LOOM_PLUGIN_ABI_MINOR)),
+            std::string::npos);
   EXPECT_NE(registry.refused()[1].reason.find("invalid ELF header"), std::string::npos);
 }
 
@@ -206,7 +213,8 @@ TEST(PluginLoading, CommunicatorInterfaceVersionsOneAndTwoAreAcceptedOthersNamed
         version,
         "test",
         [](const loom_create_args*, void**, loom_error_buffer*) noexcept { return LOOM_OK; },
-        [](void*) noexcept {}};
+        [](void*) noexcept {},
+        nullptr};
     const loom_plugin_desc plugin{LOOM_PLUGIN_MAGIC,
                                   sizeof(loom_plugin_desc),
                                   LOOM_PLUGIN_ABI_MAJOR,
@@ -224,15 +232,20 @@ TEST(PluginLoading, CommunicatorInterfaceVersionsOneAndTwoAreAcceptedOthersNamed
   EXPECT_EQ(problem_with(LOOM_KIND_COMMUNICATOR, loom::Communicator::kInterfaceVersion), "");
   EXPECT_EQ(problem_with(LOOM_KIND_COMMUNICATOR, loom::Communicator2::kInterfaceVersion), "");
   const std::string newer = problem_with(LOOM_KIND_COMMUNICATOR, 3);
-  EXPECT_NE(newer.find(fmt::format("interface version 3 (plugin built against Loom SDK {}), newer than this host's version 2", loom::kSdkVersion)),
+  EXPECT_NE(newer.find(fmt::format(
+                "interface version 3 (plugin built against Loom SDK {}), newer than this host's version 2",
+                loom::kSdkVersion)),
             std::string::npos)
       << newer;
   const std::string dataset = problem_with(LOOM_KIND_DATASET, 2);
-  EXPECT_NE(dataset.find(fmt::format("interface version 2 (plugin built against Loom SDK {}), newer than this host's version 1", loom::kSdkVersion)),
+  EXPECT_NE(dataset.find(fmt::format(
+                "interface version 2 (plugin built against Loom SDK {}), newer than this host's version 1",
+                loom::kSdkVersion)),
             std::string::npos)
       << dataset;
   const std::string older = problem_with(LOOM_KIND_COMMUNICATOR, 0);
-  EXPECT_NE(older.find("interface version 0, this host supports versions 1 to 2"), std::string::npos) << older;
+  EXPECT_NE(older.find("interface version 0, this host supports versions 1 to 2"), std::string::npos)
+      << older;
 }
 
 }  // namespace

@@ -4,16 +4,16 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "recipe/errors.hpp"
-#include "loom/sdk/backend2.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/error.hpp"
+#include "recipe/errors.hpp"
 
 namespace fs = std::filesystem;
 
@@ -45,6 +45,11 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 std::string ComponentEntry::full_name() const {
   return std::string(loom::kind_name(kind)) + "/" + name;
+}
+
+loom_query_interface_fn ComponentEntry::interfaces() const {
+  const size_t end = offsetof(loom_component_desc, query_interface) + sizeof(loom_query_interface_fn);
+  return descriptor->struct_size >= end ? descriptor->query_interface : nullptr;
 }
 
 std::string ComponentConflict::message() const {
@@ -150,24 +155,7 @@ std::shared_ptr<void> PluginRegistry::create_object(const ComponentEntry& entry,
   std::shared_ptr<PluginLibrary> library = entry.plugin;
   loom_destroy_fn destroy = entry.descriptor->destroy;
   std::shared_ptr<void> created(object, [library, destroy](void* p) { destroy(p); });
-  if (entry.kind == LOOM_KIND_BACKEND && entry.descriptor->interface_version >= loom::Backend2::kInterfaceVersion) {
-    const std::lock_guard<std::mutex> lock(backends2_mutex_);
-    std::erase_if(backends2_, [](const std::weak_ptr<void>& b) { return b.expired(); });
-    backends2_.push_back(created);
-  }
   return created;
-}
-
-loom::Backend2* PluginRegistry::backend2(const loom::Backend& backend) const {
-  const std::lock_guard<std::mutex> lock(backends2_mutex_);
-  for (const std::weak_ptr<void>& weak : backends2_) {
-    const std::shared_ptr<void> object = weak.lock();
-    // A version-2 component registers a Backend2*; single inheritance keeps the address of its
-    // Backend base the same, which is how the host holds it.
-    if (object != nullptr && object.get() == static_cast<const void*>(&backend))
-      return static_cast<loom::Backend2*>(object.get());
-  }
-  return nullptr;
 }
 
 }  // namespace loom::host

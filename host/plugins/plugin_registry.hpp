@@ -8,16 +8,14 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "loom/sdk/backend.hpp"
 #include "plugins/component.hpp"
-#include "recipe/component_config.hpp"
 #include "plugins/plugin_library.hpp"
 #include "plugins/plugin_search_path.hpp"
-#include "loom/sdk/backend.hpp"
-#include "loom/sdk/backend2.hpp"
+#include "recipe/component_config.hpp"
 
 namespace loom::host {
 
@@ -32,6 +30,9 @@ struct ComponentEntry {
   const loom_component_desc* descriptor;
   std::shared_ptr<PluginLibrary> plugin;
   std::string full_name() const;  // "kind/name"
+  /// The component's query_interface: nullptr when it offers no named interface, or when its
+  /// descriptor predates the field (a plugin built before SDK 0.3).
+  loom_query_interface_fn interfaces() const;
 };
 
 struct ComponentConflict {
@@ -55,18 +56,13 @@ class PluginRegistry {
   /// Names (without kind) of every available component of a kind, sorted.
   std::vector<std::string> names_of_kind(uint32_t kind) const;
 
-  /// `backend` as interface version 2 (fused attention) when this registry created it from a
-  /// component implementing that version; nullptr otherwise (version 1, or a backend constructed
-  /// outside the registry, as tests do).
-  loom::Backend2* backend2(const loom::Backend& backend) const;
-
   /// Creates a component; option problems throw RecipeError, other failures PluginError.
   template <typename Interface>
   Component<Interface> create(const ComponentEntry& entry, const ComponentConfig& config,
                               bool dry_run) const {
     std::shared_ptr<void> object = create_object(entry, config, dry_run);
     return Component<Interface>(std::shared_ptr<Interface>(object, static_cast<Interface*>(object.get())),
-                                entry.plugin->name(), entry.full_name());
+                                entry.plugin->name(), entry.full_name(), entry.interfaces());
   }
 
  private:
@@ -76,9 +72,6 @@ class PluginRegistry {
 
   std::vector<std::shared_ptr<PluginLibrary>> plugins_;
   std::vector<ComponentEntry> components_;
-  /// Backends created from components of interface version 2 (see backend2()).
-  mutable std::mutex backends2_mutex_;
-  mutable std::vector<std::weak_ptr<void>> backends2_;
   std::vector<RefusedPlugin> refused_;
   std::vector<ComponentConflict> conflicts_;
   std::vector<std::string> searched_;

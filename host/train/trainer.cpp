@@ -192,7 +192,7 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
     eval_buffers = std::make_unique<HostBatchBuffers>(eval_limits);
   }
 
-  setup = build_model(recipe, registry, backend(), *c.precision.get(), &limits, data_setup.tokenizer);
+  setup = build_model(recipe, registry, c.backend, *c.precision.get(), &limits, data_setup.tokenizer);
   if (limits.task == loom::BatchTask::classification) {
     // Hugging Face's label maps, so `loom predict` and BertForSequenceClassification name classes.
     nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();

@@ -51,14 +51,14 @@ prefix=$moved
 grep -q "$prefix/lib/loom/plugins/libloom-wordpiece.so" "$work/plugins-second.txt" ||
   { cat "$work/plugins-second.txt"; fail "moved prefix: wordpiece not found under $prefix"; }
 
-# The version file: SDK 0.2 is found, a request for 0.3 is refused.
-mkdir -p "$work/needs-0.3"
-printf 'cmake_minimum_required(VERSION 3.25)\nproject(p LANGUAGES CXX)\nfind_package(LoomSDK 0.3 REQUIRED)\n' \
-  > "$work/needs-0.3/CMakeLists.txt"
-if cmake -S "$work/needs-0.3" -B "$work/needs-0.3/build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/needs.log" 2>&1; then
-  fail "find_package(LoomSDK 0.3) accepted SDK 0.2"
+# The version file: SDK 0.3 is found, a request for 0.4 is refused.
+mkdir -p "$work/needs-0.4"
+printf 'cmake_minimum_required(VERSION 3.25)\nproject(p LANGUAGES CXX)\nfind_package(LoomSDK 0.4 REQUIRED)\n' \
+  > "$work/needs-0.4/CMakeLists.txt"
+if cmake -S "$work/needs-0.4" -B "$work/needs-0.4/build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/needs.log" 2>&1; then
+  fail "find_package(LoomSDK 0.4) accepted SDK 0.3"
 fi
-grep -q "0.2.0" "$work/needs.log" || fail "the version refusal does not name the installed version"
+grep -q "0.3.0" "$work/needs.log" || fail "the version refusal does not name the installed version"
 
 # Both examples, copied out of the source tree, built against the installed SDK only.
 for example in lion-optimizer jsonl-mlm-dataset; do

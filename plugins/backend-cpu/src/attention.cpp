@@ -1,5 +1,6 @@
-// Fused attention (Backend2), the reference implementation: softmax(scale·q·kᵀ + key mask) with
-// dropout, times v, one query row at a time, never storing the [B, H, T, T] matrix.
+// Fused attention (loom/sdk/ops/fused_attention.hpp), the reference implementation:
+// softmax(scale·q·kᵀ + key mask) with dropout, times v, one query row at a time, never storing the [B, H, T,
+// T] matrix.
 //
 // It is what the GPU kernels and the unfused encoder path are tested against, so it favours
 // plain loops over speed: every dot product in f32, in key order. Forward rows run in parallel
@@ -50,7 +51,11 @@ struct DropoutMask {
   uint32_t threshold;
   float keep_scale;
   DropoutMask(float p_, uint64_t seed_, uint64_t offset_)
-      : p(p_), seed(seed_), offset(offset_), threshold(loom::dropout_threshold(p_)), keep_scale(1.0f / (1.0f - p_)) {}
+      : p(p_),
+        seed(seed_),
+        offset(offset_),
+        threshold(loom::dropout_threshold(p_)),
+        keep_scale(1.0f / (1.0f - p_)) {}
   /// Factors of row `row` = (b·H + h)·T + i for keys [0, T) into `z`.
   void row(int64_t row, int64_t T, float* z) const {
     if (p == 0.0f) {
@@ -72,15 +77,16 @@ float dot(const S* a, const S* b, int64_t d) {
 
 /// Row scores s[j] = scale·q_i·k_j + mask[j] into `s`.
 template <typename S>
-void row_scores(const S* q_row, const S* k, const loom::Tensor& kt, int64_t b, int64_t h, const float* mask_row,
-                float scale, const Heads& n, float* s) {
+void row_scores(const S* q_row, const S* k, const loom::Tensor& kt, int64_t b, int64_t h,
+                const float* mask_row, float scale, const Heads& n, float* s) {
   for (int64_t j = 0; j < n.T; ++j)
     s[j] = scale * dot(q_row, k + row_offset(kt, b, h, j), n.d) + (mask_row != nullptr ? mask_row[j] : 0.0f);
 }
 
 template <typename S>
-void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask, float scale,
-                  const DropoutMask& dropout, const loom::Tensor& ctx, float* lse, const Heads& n, int threads) {
+void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask,
+                  float scale, const DropoutMask& dropout, const loom::Tensor& ctx, float* lse,
+                  const Heads& n, int threads) {
   const S* qp = static_cast<const S*>(q.data);
   const S* kp = static_cast<const S*>(k.data);
   const S* vp = static_cast<const S*>(v.data);
@@ -89,12 +95,13 @@ void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tens
   const int64_t rows = n.B * n.H * n.T;
 #pragma omp parallel num_threads(threads) if (rows * n.T * n.d > kParallelMinElements)
   {
-    std::vector<float> s(static_cast<size_t>(n.T)), z(static_cast<size_t>(n.T)), out(static_cast<size_t>(n.d));
+    std::vector<float> s(static_cast<size_t>(n.T)), z(static_cast<size_t>(n.T)),
+        out(static_cast<size_t>(n.d));
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t b = r / (n.H * n.T), h = (r / n.T) % n.H, i = r % n.T;
-      row_scores(qp + row_offset(q, b, h, i), kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale, n,
-                 s.data());
+      row_scores(qp + row_offset(q, b, h, i), kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale,
+                 n, s.data());
       float max = -INFINITY;
       for (int64_t j = 0; j < n.T; ++j) max = std::fmax(max, s[j]);
       float sum = 0.0f;
@@ -103,8 +110,8 @@ void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tens
       dropout.row(r, n.T, z.data());
       for (int64_t c = 0; c < n.d; ++c) out[static_cast<size_t>(c)] = 0.0f;
       for (int64_t j = 0; j < n.T; ++j) {
-        const float prob = uniform[static_cast<size_t>(b)] ? 1.0f / static_cast<float>(n.T)
-                                                           : std::exp(s[j] - max) / sum;
+        const float prob =
+            uniform[static_cast<size_t>(b)] ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - max) / sum;
         const float weight = prob * z[j];
         if (weight == 0.0f) continue;
         const S* v_row = vp + row_offset(v, b, h, j);
@@ -117,9 +124,9 @@ void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tens
 }
 
 template <typename S, typename SD>
-void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
-                    const loom::Tensor& ctx, const float* lse, const float* mask, float scale,
-                    const DropoutMask& dropout, const loom::Tensor& dq, const loom::Tensor& dk,
+void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                    const loom::Tensor& v, const loom::Tensor& ctx, const float* lse, const float* mask,
+                    float scale, const DropoutMask& dropout, const loom::Tensor& dq, const loom::Tensor& dk,
                     const loom::Tensor& dv, float* delta, const Heads& n, int threads) {
   const SD* dcp = static_cast<const SD*>(d_ctx.data);
   const S* qp = static_cast<const S*>(q.data);
@@ -153,7 +160,8 @@ void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom
         row_scores(q_row, kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale, n, s.data());
         dropout.row(r, n.T, z.data());
         for (int64_t j = 0; j < n.T; ++j) {
-          const float prob = uniform[static_cast<size_t>(b)] ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - lse[r]);
+          const float prob =
+              uniform[static_cast<size_t>(b)] ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - lse[r]);
           const S* v_row = vp + row_offset(v, b, h, j);
           float dprob = 0.0f;
           for (int64_t c = 0; c < n.d; ++c) dprob += load(dc_row, c) * load(v_row, c);
@@ -203,8 +211,8 @@ void CpuBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tenso
                                     uint64_t offset, const loom::Tensor& dq, const loom::Tensor& dk,
                                     const loom::Tensor& dv, const loom::Tensor& delta) {
   const auto check = checks("attention_backward");
-  const Heads n = heads_of(
-      loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask, p, dq, dk, dv, delta));
+  const Heads n = heads_of(loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask,
+                                                                  p, dq, dk, dv, delta));
   const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
   const DropoutMask dropout(p, seed, offset);
   with_float_storage(q.dtype, "attention_backward", [&](auto s) {

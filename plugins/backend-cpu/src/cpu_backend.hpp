@@ -11,7 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "loom/sdk/backend2.hpp"
+#include "loom/sdk/backend.hpp"
+#include "loom/sdk/ops/device_description.hpp"
+#include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom_backend/argument_checks.hpp"
 
@@ -22,7 +24,7 @@ using loom_backend::ArgumentChecks;
 
 class OneDnnGemm;
 
-class CpuBackend final : public loom::Backend2 {
+class CpuBackend final : public loom::Backend, public loom::FusedAttention, public loom::DeviceDescription {
  public:
   /// Reads options `threads` (default: every core this process may use) and `fused_attention`
   /// (default false: the reference attention op is exact but slower than the GEMM path here).
@@ -90,8 +92,9 @@ class CpuBackend final : public loom::Backend2 {
   void global_norm(const loom::Tensor& x, const loom::Tensor& out) override;
   void check_finite(const loom::Tensor& x, const loom::Tensor& flag) override;
 
-  // Interface version 2. device_info: "CPU", the thread count, no known peak, no allocation
-  // tracking (cpu_backend.cpp); attention.cpp: the reference implementation of fused attention.
+  // DeviceDescription and FusedAttention (named interfaces). device_info: "CPU", the thread count, no known
+  // peak, no allocation tracking (cpu_backend.cpp); attention.cpp: the reference implementation of fused
+  // attention.
   loom::DeviceInfo device_info() const override;
   bool fused_attention(int64_t head_dim, int64_t max_seq) const override;
   void attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,

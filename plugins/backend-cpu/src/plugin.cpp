@@ -4,5 +4,6 @@
 #include "cpu_backend.hpp"
 
 LOOM_PLUGIN("backend-cpu", "0.1.0", "Compute backend on the host CPU (oneDNN GEMM, OpenMP ops)",
-            loom::component<loom::Backend2, loom_cpu::CpuBackend>(
-                "cpu", "0.2.0", "fp32 + bf16/f16 ops on the CPU, reference fused attention; threads option"))
+            loom::component<loom::Backend, loom_cpu::CpuBackend>(
+                "cpu", "0.3.0", "fp32 + bf16/f16 ops on the CPU, reference fused attention; threads option",
+                loom::offers<loom::FusedAttention, loom::DeviceDescription>{}))

@@ -1,6 +1,6 @@
-// Fused attention (Backend2) against the unfused composition of gemm, softmax and dropout that the
-// encoder layer uses otherwise, on per-head strided views with padding masks and dropout; against
-// finite differences of a double reference; bf16 against f32; thread independence; bad arguments.
+// Fused attention (loom::FusedAttention) against the unfused composition of gemm, softmax and dropout that
+// the encoder layer uses otherwise, on per-head strided views with padding masks and dropout; against finite
+// differences of a double reference; bf16 against f32; thread independence; bad arguments.
 #include <sstream>
 
 #include "loom/sdk/philox.hpp"
@@ -47,23 +47,24 @@ Grads unfused(const Shape& n, std::vector<float>& q, std::vector<float>& k, std:
   Grads g{std::vector<float>(n.numel()), std::vector<float>(n.numel()), std::vector<float>(n.numel()),
           std::vector<float>(n.numel())};
   const std::initializer_list<int64_t> square = {n.B, n.H, n.T, n.T};
-  be.gemm(heads(q.data(), DType::f32, n), false, heads(k.data(), DType::f32, n), true, view(scores, square), 1, 0);
+  be.gemm(heads(q.data(), DType::f32, n), false, heads(k.data(), DType::f32, n), true, view(scores, square),
+          1, 0);
   be.softmax_forward(view(scores, square), view(mask, {n.B, n.T}), scale, view(probs, square));
   if (p > 0)
     be.dropout_forward(view(probs, square), view(dropped, square), p, seed, 0);
   else
     dropped = probs;
-  be.gemm(view(dropped, square), false, heads(v.data(), DType::f32, n), false, heads(g.ctx.data(), DType::f32, n), 1,
-          0);
+  be.gemm(view(dropped, square), false, heads(v.data(), DType::f32, n), false,
+          heads(g.ctx.data(), DType::f32, n), 1, 0);
   const Tensor dc = heads(d_ctx.data(), DType::f32, n);
   be.gemm(dc, false, heads(v.data(), DType::f32, n), true, view(d_scores, square), 1, 0);
   be.gemm(view(dropped, square), true, dc, false, heads(g.dv.data(), DType::f32, n), 1, 0);
   if (p > 0) be.dropout_backward(view(d_scores, square), view(d_scores, square), p, seed, 0);
   be.softmax_backward(view(d_scores, square), view(probs, square), scale, view(d_scores, square));
-  be.gemm(view(d_scores, square), false, heads(k.data(), DType::f32, n), false, heads(g.dq.data(), DType::f32, n), 1,
-          0);
-  be.gemm(view(d_scores, square), true, heads(q.data(), DType::f32, n), false, heads(g.dk.data(), DType::f32, n), 1,
-          0);
+  be.gemm(view(d_scores, square), false, heads(k.data(), DType::f32, n), false,
+          heads(g.dq.data(), DType::f32, n), 1, 0);
+  be.gemm(view(d_scores, square), true, heads(q.data(), DType::f32, n), false,
+          heads(g.dk.data(), DType::f32, n), 1, 0);
   return g;
 }
 
@@ -75,12 +76,13 @@ Grads fused(loom_cpu::CpuBackend& be, const Shape& n, std::vector<float>& q, std
           std::vector<float>(n.numel())};
   std::vector<float> lse(n.B * n.H * n.T), delta(lse.size());
   const Tensor key_mask = mask != nullptr ? view(*mask, {n.B, n.T}) : Tensor{};
-  be.attention_forward(heads(q.data(), DType::f32, n), heads(k.data(), DType::f32, n), heads(v.data(), DType::f32, n),
-                       key_mask, scale, p, seed, 0, heads(g.ctx.data(), DType::f32, n), view(lse, {n.B, n.H, n.T}));
+  be.attention_forward(heads(q.data(), DType::f32, n), heads(k.data(), DType::f32, n),
+                       heads(v.data(), DType::f32, n), key_mask, scale, p, seed, 0,
+                       heads(g.ctx.data(), DType::f32, n), view(lse, {n.B, n.H, n.T}));
   be.attention_backward(heads(d_ctx.data(), DType::f32, n), heads(q.data(), DType::f32, n),
                         heads(k.data(), DType::f32, n), heads(v.data(), DType::f32, n),
-                        heads(g.ctx.data(), DType::f32, n), view(lse, {n.B, n.H, n.T}), key_mask, scale, p, seed, 0,
-                        heads(g.dq.data(), DType::f32, n), heads(g.dk.data(), DType::f32, n),
+                        heads(g.ctx.data(), DType::f32, n), view(lse, {n.B, n.H, n.T}), key_mask, scale, p,
+                        seed, 0, heads(g.dq.data(), DType::f32, n), heads(g.dk.data(), DType::f32, n),
                         heads(g.dv.data(), DType::f32, n), view(delta, {n.B, n.H, n.T}));
   return g;
 }
@@ -133,7 +135,8 @@ std::vector<double> reference_ctx(const Shape& n, const std::vector<double>& q, 
         for (int64_t j = 0; j < n.T; ++j) {
           const uint64_t e = static_cast<uint64_t>(((b * n.H + h) * n.T + i) * n.T + j);
           const double z = p == 0 ? 1.0 : (loom::philox_word(seed, e) >= threshold ? 1.0 / (1.0 - p) : 0.0);
-          for (int64_t c = 0; c < n.d; ++c) ctx[at(b, h, i) + c] += std::exp(s[j] - max) / sum * z * v[at(b, h, j) + c];
+          for (int64_t c = 0; c < n.d; ++c)
+            ctx[at(b, h, i) + c] += std::exp(s[j] - max) / sum * z * v[at(b, h, j) + c];
         }
       }
   return ctx;
@@ -147,11 +150,14 @@ TEST(FusedAttention, GradientsMatchFiniteDifferencesOfDoubleReference) {
   const auto q = to_double(in.q), k = to_double(in.k), v = to_double(in.v);
   expect_close(got.ctx, reference_ctx(n, q, k, v, in.mask, scale, p, 77), 1e-5, 1e-6, "ctx");
   const auto dq = numeric_gradient(
-      [&](const auto& x) { return weighted_sum(reference_ctx(n, x, k, v, in.mask, scale, p, 77), in.d_ctx); }, q);
+      [&](const auto& x) { return weighted_sum(reference_ctx(n, x, k, v, in.mask, scale, p, 77), in.d_ctx); },
+      q);
   const auto dk = numeric_gradient(
-      [&](const auto& x) { return weighted_sum(reference_ctx(n, q, x, v, in.mask, scale, p, 77), in.d_ctx); }, k);
+      [&](const auto& x) { return weighted_sum(reference_ctx(n, q, x, v, in.mask, scale, p, 77), in.d_ctx); },
+      k);
   const auto dv = numeric_gradient(
-      [&](const auto& x) { return weighted_sum(reference_ctx(n, q, k, x, in.mask, scale, p, 77), in.d_ctx); }, v);
+      [&](const auto& x) { return weighted_sum(reference_ctx(n, q, k, x, in.mask, scale, p, 77), in.d_ctx); },
+      v);
   expect_close(got.dq, dq, 1e-4, 1e-5, "dq");
   expect_close(got.dk, dk, 1e-4, 1e-5, "dk");
   expect_close(got.dv, dv, 1e-4, 1e-5, "dv");
@@ -184,8 +190,8 @@ TEST(FusedAttention, WithoutMaskAndBf16AgreesWithF32) {
   expect_close(from_bf16(ctx), f32.ctx, 1e-2, 1e-2, "bf16 ctx");
   backend().attention_backward(heads(in.d_ctx.data(), DType::f32, n), heads(q.data(), DType::bf16, n),
                                heads(k.data(), DType::bf16, n), heads(v.data(), DType::bf16, n),
-                               heads(ctx.data(), DType::bf16, n), view(lse, {n.B, n.H, n.T}), Tensor{}, 0.25f, 0.2f, 5,
-                               0, heads(dq.data(), DType::f32, n), heads(dk.data(), DType::f32, n),
+                               heads(ctx.data(), DType::bf16, n), view(lse, {n.B, n.H, n.T}), Tensor{}, 0.25f,
+                               0.2f, 5, 0, heads(dq.data(), DType::f32, n), heads(dk.data(), DType::f32, n),
                                heads(dv.data(), DType::f32, n), view(delta, {n.B, n.H, n.T}));
   expect_close(dq, f32.dq, 2e-2, 2e-2, "bf16 dq");
   expect_close(dk, f32.dk, 2e-2, 2e-2, "bf16 dk");

@@ -56,7 +56,7 @@ struct AttentionShape {
 };
 
 /// Whether dropout keeps probability element (bh, i, j): the element index of a contiguous
-/// [B, H, T, T] tensor, ((b·H + h)·T + i)·T + j, as backend2.hpp prescribes.
+/// [B, H, T, T] tensor, ((b·H + h)·T + i)·T + j, as loom/sdk/ops/fused_attention.hpp prescribes.
 __device__ __forceinline__ bool attention_keeps(const AttentionShape& shape, int64_t bh, int64_t i,
                                                 int64_t j) {
   const uint64_t element = static_cast<uint64_t>((bh * shape.seq + i) * shape.seq + j);

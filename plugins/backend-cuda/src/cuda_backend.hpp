@@ -1,4 +1,4 @@
-// backend/cuda: the Backend2 op set on one NVIDIA GPU.
+// backend/cuda: the Backend op set, fused attention and a device description on one NVIDIA GPU.
 //
 // One CUDA stream per backend, created at construction: every op, copy and allocation reuse is
 // ordered on it, so ops are asynchronous and only copy_to_host, synchronize and the few ops that
@@ -14,7 +14,9 @@
 #include <memory>
 
 #include "caching_allocator.hpp"
-#include "loom/sdk/backend2.hpp"
+#include "loom/sdk/backend.hpp"
+#include "loom/sdk/ops/device_description.hpp"
+#include "loom/sdk/ops/fused_attention.hpp"
 #include "loom_backend/argument_checks.hpp"
 
 // plugin.hpp brings toml++, which nvcc cannot parse: the .cu files only need the name.
@@ -29,7 +31,7 @@ using loom_backend::ArgumentChecks;
 
 class CublasLtGemm;
 
-class CudaBackend final : public loom::Backend2 {
+class CudaBackend final : public loom::Backend, public loom::FusedAttention, public loom::DeviceDescription {
  public:
   /// Reads options `device` (default 0; -1 = the local rank modulo the device count) and `tf32`.
   /// A dry run (`loom check`) validates the options and acquires no device.

@@ -2,7 +2,7 @@
 // its "share of peak" (MFU) divides by.
 #pragma once
 
-#include "loom/sdk/backend2.hpp"
+#include "loom/sdk/ops/device_description.hpp"
 
 namespace loom_cuda {
 

@@ -1,4 +1,4 @@
-// Fused attention (Backend2) against the unfused composition on backend/cpu — gemm, softmax,
+// Fused attention (loom::FusedAttention) against the unfused composition on backend/cpu — gemm, softmax,
 // dropout and their backwards, which define the same function with the same dropout bits — and
 // against backend/cpu's own reference attention_forward/backward, for
 // T ∈ {1, 37, 128, 512}, d = 64, padding masks (and a batch whose keys are all masked), dropout,
@@ -118,7 +118,7 @@ TEST_P(AttentionTest, ForwardAndBackwardMatchTheUnfusedCpuOps) {
     expect_close(heads_first(cpu, back).floats(), reference->floats(), gtol, gtol, what + " " + name);
   }
 
-  // backend/cpu's own fused op (its reference implementation of Backend2) agrees as well.
+  // backend/cpu's own fused op (its reference implementation of FusedAttention) agrees as well.
   HostTensor ctx_cpu = HostTensor::zeros(DType::f32, {B, H, T, d}),
              lse_cpu = HostTensor::zeros(DType::f32, {B, H, T});
   cpu.attention_forward(q_r.view(), k_r.view(), v_r.view(), key_mask.view(), scale, cs.p, seed, offset,

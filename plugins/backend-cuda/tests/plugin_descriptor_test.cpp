@@ -8,7 +8,10 @@
 #include <string>
 
 #include "cuda_test_support.hpp"
-#include "loom/sdk/backend2.hpp"
+#include "loom/sdk/backend.hpp"
+#include "loom/sdk/interfaces.hpp"
+#include "loom/sdk/ops/device_description.hpp"
+#include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/plugin_abi.h"
 
 namespace loom_cuda_test {
@@ -53,14 +56,18 @@ class PluginDescriptorTest : public ::testing::Test {
   const loom_plugin_desc* plugin_ = nullptr;
 };
 
-TEST_F(PluginDescriptorTest, DescribesBackendCudaAtInterfaceVersion2) {
+TEST_F(PluginDescriptorTest, DescribesBackendCudaOfferingFusedAttentionAndItsDevice) {
   EXPECT_EQ(plugin_->magic, static_cast<uint32_t>(LOOM_PLUGIN_MAGIC));
   EXPECT_STREQ(plugin_->name, "backend-cuda");
   ASSERT_EQ(plugin_->num_components, 1u);
   const loom_component_desc& component = plugin_->components[0];
   EXPECT_STREQ(component.name, "cuda");
   EXPECT_EQ(component.kind, static_cast<uint32_t>(LOOM_KIND_BACKEND));
-  EXPECT_EQ(component.interface_version, loom::Backend2::kInterfaceVersion);
+  EXPECT_EQ(component.interface_version, loom::Backend::kInterfaceVersion);
+  ASSERT_NE(component.query_interface, nullptr);
+  // Asked about a null object, a component answers nullptr whatever the name; what it offers is
+  // checked on a created backend in the GPU tests (attention_test.cpp).
+  EXPECT_EQ(component.query_interface(nullptr, loom::FusedAttention::kInterfaceName, 1), nullptr);
 }
 
 TEST_F(PluginDescriptorTest, DryRunValidatesOptionsWithoutADevice) {

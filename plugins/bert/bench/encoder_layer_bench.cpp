@@ -15,11 +15,11 @@
 #include <random>
 #include <vector>
 
-#include "model/batch_staging.hpp"
-#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/component_kind.hpp"
+#include "model/batch_staging.hpp"
+#include "plugins/plugin_registry.hpp"
 
 namespace {
 
@@ -92,7 +92,7 @@ void BM_EncoderLayerForwardBackward(benchmark::State& state) {
   options.table_name = "model";
   Component<loom::Block> layer =
       registry().create<loom::Block>(*registry().find(LOOM_KIND_BLOCK, "bert.encoder-layer"), options, false);
-  layer.get()->setup(loom::BlockSetup{&config, &backend(), dtype, 1, nullptr});
+  layer.get()->setup(loom::BlockSetup{&config, &backend(), dtype, 1, nullptr, nullptr});
 
   std::mt19937 rng(2);
   std::vector<loom::Buffer> buffers;

@@ -6,9 +6,10 @@
 #include <cstdint>
 #include <string>
 
-#include "loom/sdk/backend2.hpp"
+#include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/error.hpp"
+#include "loom/sdk/ops/fused_attention.hpp"
 #include "parameter_list.hpp"
 
 namespace loom_bert {
@@ -35,7 +36,7 @@ class BertBlock : public loom::Block {
                                    " is not supported (f32, bf16 or f16)");
     config_ = *setup.config;
     backend_ = setup.backend;
-    backend2_ = setup.backend2;
+    fused_attention_ops_ = loom::find_backend_interface<loom::FusedAttention>(setup);
     compute_ = setup.compute_dtype;
     index_ = setup.index;
     check_config();
@@ -138,7 +139,7 @@ class BertBlock : public loom::Block {
   std::string name_;
   loom::ModelConfig config_{};
   loom::Backend* backend_ = nullptr;
-  loom::Backend2* backend2_ = nullptr;  ///< the same backend when it offers fused attention, else nullptr
+  loom::FusedAttention* fused_attention_ops_ = nullptr;  ///< the backend's fused attention, when offered
   loom::DType compute_ = loom::DType::f32;
   int32_t index_ = 0;
   ParameterList params_;

@@ -11,7 +11,7 @@
 // copy of x there. Dropout masks are regenerated in
 // backward from the Philox key (sites 0: attention probs, 1: attention output, 2: FFN output).
 //
-// When the backend offers fused attention (Backend2::fused_attention for this head size and the
+// When the backend offers fused attention (FusedAttention::fused_attention for this head size and the
 // config's max_position_embeddings), the softmax and dropout of the first line and the product
 // with v run as one op: probs is not saved (the op keeps the row log-sum-exp, [B, nh, T]) and
 // the [B, nh, T, T] scratch disappears. The dropout bits are the same in both paths.
@@ -47,7 +47,8 @@ class EncoderLayer final : public BertBlock {
   void setup(const loom::BlockSetup& setup) override {
     BertBlock::setup(setup);
     const int64_t head_dim = config_.hidden_size / config_.num_attention_heads;
-    fused_ = backend2_ != nullptr && backend2_->fused_attention(head_dim, config_.max_position_embeddings);
+    fused_ = fused_attention_ops_ != nullptr &&
+             fused_attention_ops_->fused_attention(head_dim, config_.max_position_embeddings);
   }
 
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
@@ -78,9 +79,9 @@ class EncoderLayer final : public BertBlock {
     project(x_c, k_weight_, master(k_bias_), w.tmp, s.k);
     project(x_c, v_weight_, master(v_bias_), w.tmp, s.v);
     if (fused_) {
-      backend2_->attention_forward(heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), step.batch->attention_bias,
-                                   attention_scale(), attention_dropout(step), dropout_key(step), 0,
-                                   heads(s.ctx, B, T), s.lse);
+      fused_attention_ops_->attention_forward(
+          heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), step.batch->attention_bias, attention_scale(),
+          attention_dropout(step), dropout_key(step), 0, heads(s.ctx, B, T), s.lse);
     } else {
       attention_unfused_forward(step, s, w, B, T);
     }
@@ -136,10 +137,10 @@ class EncoderLayer final : public BertBlock {
                     w.d_ctx, 0.0f);
 
     if (fused_) {
-      backend2_->attention_backward(heads(w.d_ctx, B, T), heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T),
-                                    heads(s.ctx, B, T), s.lse, step.batch->attention_bias, attention_scale(),
-                                    attention_dropout(step), dropout_key(step), 0, heads(w.d_q, B, T),
-                                    heads(w.d_k, B, T), heads(w.d_v, B, T), w.delta);
+      fused_attention_ops_->attention_backward(
+          heads(w.d_ctx, B, T), heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), heads(s.ctx, B, T),
+          s.lse, step.batch->attention_bias, attention_scale(), attention_dropout(step), dropout_key(step), 0,
+          heads(w.d_q, B, T), heads(w.d_k, B, T), heads(w.d_v, B, T), w.delta);
     } else {
       attention_unfused_backward(step, s, w, B, T);
     }
@@ -165,8 +166,8 @@ class EncoderLayer final : public BertBlock {
   }
 
   /// d_q, d_k, d_v from d_ctx through the saved probs (ctx = dropout(probs)·v per head).
-  void attention_unfused_backward(const loom::StepArgs& step, const Saved& s,
-                                  const BackwardScratch& w, int64_t B, int64_t T) const {
+  void attention_unfused_backward(const loom::StepArgs& step, const Saved& s, const BackwardScratch& w,
+                                  int64_t B, int64_t T) const {
     const float p_attention = config_.attention_probs_dropout_prob;
     const Tensor d_ctx_c = heads(to_compute(w.d_ctx, w.d_ctx_c), B, T);
     be().gemm(d_ctx_c, false, heads(s.v, B, T), true, w.d_scores, 1.0f, 0.0f);
@@ -182,7 +183,8 @@ class EncoderLayer final : public BertBlock {
 
   /// The attention-probability dropout of this step (0 when not training).
   float attention_dropout(const loom::StepArgs& step) const {
-    return dropout_active(step, config_.attention_probs_dropout_prob) ? config_.attention_probs_dropout_prob : 0.0f;
+    return dropout_active(step, config_.attention_probs_dropout_prob) ? config_.attention_probs_dropout_prob
+                                                                      : 0.0f;
   }
 
   Saved carve_saved(RegionCarver& r, int64_t B, int64_t T) const {
@@ -286,7 +288,7 @@ class EncoderLayer final : public BertBlock {
   }
 
   Tensor input_;        // forward's input, [N, H]
-  bool fused_ = false;  // attention through Backend2's fused op (decided at setup)
+  bool fused_ = false;  // attention through the backend's fused op (decided at setup)
   size_t q_weight_ = 0, q_bias_ = 0, k_weight_ = 0, k_bias_ = 0, v_weight_ = 0, v_bias_ = 0, out_weight_ = 0,
          out_bias_ = 0, ln1_gamma_ = 0, ln1_beta_ = 0, ffn_in_weight_ = 0, ffn_in_bias_ = 0,
          ffn_out_weight_ = 0, ffn_out_bias_ = 0, ln2_gamma_ = 0, ln2_beta_ = 0;

@@ -23,7 +23,7 @@ const PluginRegistry& registry() {
   return instance;
 }
 
-loom::Backend& cpu_backend(int threads, bool fused_attention) {
+const Component<loom::Backend>& cpu_backend_component(int threads, bool fused_attention) {
   static std::map<std::pair<int, bool>, Component<loom::Backend>> backends;
   const std::pair<int, bool> key{threads, fused_attention};
   auto it = backends.find(key);
@@ -32,12 +32,21 @@ loom::Backend& cpu_backend(int threads, bool fused_attention) {
     if (entry == nullptr) throw std::runtime_error("backend/cpu not found in " LOOM_PLUGIN_DIR);
     ComponentConfig config;
     config.table_name = "backend";
-    config.toml = "threads = " + std::to_string(threads) + "\nfused_attention = " +
-                  (fused_attention ? "true" : "false") + "\n";
+    config.toml = "threads = " + std::to_string(threads) +
+                  "\nfused_attention = " + (fused_attention ? "true" : "false") + "\n";
     config.table_origin = "test";
     it = backends.emplace(key, registry().create<loom::Backend>(*entry, config, false)).first;
   }
-  return *it->second.get();
+  return it->second;
+}
+
+loom::Backend& cpu_backend(int threads, bool fused_attention) {
+  return *cpu_backend_component(threads, fused_attention).get();
+}
+
+Component<loom::Backend> borrowed_backend(loom::Backend& backend) {
+  return Component<loom::Backend>(std::shared_ptr<loom::Backend>(&backend, [](loom::Backend*) {}), "test",
+                                  "backend/test");
 }
 
 loom::ModelConfig small_config(loom::GeluKind gelu) {
@@ -98,7 +107,8 @@ BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig
   ComponentConfig options;
   options.table_name = "model";
   block_ = registry().create<loom::Block>(*entry, options, false);
-  const loom::BlockSetup setup{&config_, &backend_, compute, 0, registry().backend2(backend_)};
+  const loom::BlockSetup setup{&config_, &backend_, compute,
+                               0,        nullptr,   cpu_backend_component(1, fused_attention).interfaces()};
   block().setup(setup);
   std::vector<loom::ParameterView> views;
   for (size_t i = 0; i < block().parameter_count(); ++i) {

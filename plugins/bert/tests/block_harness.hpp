@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "loom/sdk/backend.hpp"
+#include "loom/sdk/block.hpp"
 #include "model/batch_staging.hpp"
 #include "plugins/component.hpp"
 #include "plugins/plugin_registry.hpp"
-#include "loom/sdk/backend.hpp"
-#include "loom/sdk/block.hpp"
 
 namespace loom_bert_test {
 
@@ -23,6 +23,11 @@ namespace loom_bert_test {
 const loom::host::PluginRegistry& registry();
 /// backend/cpu with `threads` threads and its `fused_attention` option (created once per pair).
 loom::Backend& cpu_backend(int threads = 1, bool fused_attention = false);
+/// The same backend as the registry's component handle (with its named interfaces).
+const loom::host::Component<loom::Backend>& cpu_backend_component(int threads = 1,
+                                                                  bool fused_attention = false);
+/// A handle for a backend a test owns and keeps alive (it offers no named interfaces).
+loom::host::Component<loom::Backend> borrowed_backend(loom::Backend& backend);
 
 /// A small config: hidden 24, 3 heads, intermediate 37, vocab 53 (padded to 56), 16 positions.
 loom::ModelConfig small_config(loom::GeluKind gelu = loom::GeluKind::erf);
@@ -37,7 +42,7 @@ SmallBatch small_batch(const loom::ModelConfig& config);
 
 class BlockHarness {
  public:
-  /// `fused_attention`: the backend's fused attention op serves the encoder layer (Backend2).
+  /// `fused_attention`: the backend's fused attention op serves the encoder layer.
   BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
                const SmallBatch& batch, bool fused_attention = false);
 

@@ -1,4 +1,4 @@
-// The encoder layer on a backend that offers fused attention (Backend2; backend/cpu with
+// The encoder layer on a backend that offers fused attention (backend/cpu with
 // fused_attention = true) against the same layer through the unfused ops: same output and same
 // gradients for the same parameters, with padding and with dropout (both paths draw the same
 // Philox bits for the attention probabilities), and finite differences of the fused layer.
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "block_harness.hpp"
-#include "loom/sdk/backend2.hpp"
+#include "loom/sdk/ops/fused_attention.hpp"
 
 namespace loom_bert_test {
 namespace {
@@ -40,16 +40,17 @@ void expect_same_layer(loom::DType compute, bool training, double bound) {
     EXPECT_LT(max_relative_difference(fused.gradient(i), unfused.gradient(i), fused.count(i)), bound)
         << fused.spec(i).name;
   }
-  EXPECT_LT(max_relative_difference(fused.input_gradient(), unfused.input_gradient(), fused.input_count()), bound)
+  EXPECT_LT(max_relative_difference(fused.input_gradient(), unfused.input_gradient(), fused.input_count()),
+            bound)
       << "input gradient";
 }
 
-// The registry hands blocks the Backend2 view of backend/cpu (interface version 2), and the
-// option decides whether the layer takes the fused path: otherwise the comparisons below would
-// compare the unfused path with itself.
-TEST(FusedAttentionLayer, RegistryOffersBackend2AndTheOptionSelectsIt) {
-  loom::Backend2* fused = registry().backend2(cpu_backend(1, true));
-  loom::Backend2* unfused = registry().backend2(cpu_backend(1, false));
+// backend/cpu offers fused attention as a named interface whatever its options, and the option
+// decides whether the layer takes the fused path: otherwise the comparisons below would compare
+// the unfused path with itself.
+TEST(FusedAttentionLayer, BackendOffersFusedAttentionAndTheOptionSelectsIt) {
+  loom::FusedAttention* fused = cpu_backend_component(1, true).find<loom::FusedAttention>();
+  loom::FusedAttention* unfused = cpu_backend_component(1, false).find<loom::FusedAttention>();
   ASSERT_NE(fused, nullptr);
   ASSERT_NE(unfused, nullptr);
   EXPECT_TRUE(fused->fused_attention(8, 16));
@@ -81,7 +82,8 @@ TEST(FusedAttentionLayer, GradientsMatchFiniteDifferences) {
     double analytic;
   };
   std::vector<Probe> probes;
-  for (size_t e : {size_t{0}, size_t{29}, size_t{101}}) probes.push_back({h.input() + e, h.input_gradient()[e]});
+  for (size_t e : {size_t{0}, size_t{29}, size_t{101}})
+    probes.push_back({h.input() + e, h.input_gradient()[e]});
   for (size_t e : {size_t{3}, size_t{77}, size_t{250}}) probes.push_back({h.values(0) + e, h.gradient(0)[e]});
   for (const Probe& p : probes) {
     const float saved = *p.value;

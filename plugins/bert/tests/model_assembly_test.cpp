@@ -8,10 +8,10 @@
 
 #include "block_harness.hpp"
 #include "model/bert_config.hpp"
-#include "recipe/errors.hpp"
 #include "model/model.hpp"
 #include "model/model_config.hpp"
 #include "model/model_recipe.hpp"
+#include "recipe/errors.hpp"
 
 namespace loom_bert_test {
 namespace {
@@ -71,8 +71,8 @@ std::vector<std::string> pretraining_blocks(int layers) {
 TEST(ModelAssembly, BertBaseHasHuggingFaceParameterList) {
   const std::string path = std::string(LOOM_SOURCE_DIR) + "/configs/models/bert-base.json";
   const loom::ModelConfig config = loom::host::to_model_config(loom::host::read_bert_config(path), path);
-  loom::host::Model model(registry(), pretraining_blocks(config.num_hidden_layers), config, cpu_backend(),
-                          loom::DType::f32);
+  loom::host::Model model(registry(), pretraining_blocks(config.num_hidden_layers), config,
+                          cpu_backend_component(), loom::DType::f32);
   const auto expected = hugging_face_parameters(30522, 768, 3072, 12, 512);
   const auto& entries = model.parameters().entries();
   ASSERT_EQ(entries.size(), expected.size());
@@ -99,7 +99,8 @@ TEST(ModelAssembly, BertBaseHasHuggingFaceParameterList) {
 
 TEST(ModelAssembly, InitialisationFollowsHuggingFace) {
   const loom::ModelConfig config = small_config();
-  loom::host::Model model(registry(), pretraining_blocks(2), config, cpu_backend(), loom::DType::f32);
+  loom::host::Model model(registry(), pretraining_blocks(2), config, cpu_backend_component(),
+                          loom::DType::f32);
   model.initialize(42);
   for (const auto& entry : model.parameters().entries()) {
     const float* v = model.master(entry).data_as<float>();
@@ -121,15 +122,15 @@ TEST(ModelAssembly, RejectsBlocksInTheWrongOrder) {
   const loom::ModelConfig config = small_config();
   // Without the embeddings block the decoder's tie has no target: refused, naming the tie.
   try {
-    loom::host::Model(registry(), {"bert.encoder-layer", "bert.pretraining-heads"}, config, cpu_backend(),
-                      loom::DType::f32);
+    loom::host::Model(registry(), {"bert.encoder-layer", "bert.pretraining-heads"}, config,
+                      cpu_backend_component(), loom::DType::f32);
     FAIL() << "a model without embeddings must be refused";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("no earlier block declares"), std::string::npos) << e.what();
   }
   try {
     loom::host::Model(registry(), {"bert.embeddings", "bert.pretraining-heads", "bert.encoder-layer"}, config,
-                      cpu_backend(), loom::DType::f32);
+                      cpu_backend_component(), loom::DType::f32);
     FAIL() << "a head in the middle must be refused";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("block 1 (block/bert.pretraining-heads) is a head"),

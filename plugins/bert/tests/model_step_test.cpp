@@ -215,7 +215,7 @@ struct SmallModel {
   explicit SmallModel(loom::Backend& backend, loom::DType dtype = loom::DType::f32)
       : config(small_config()),
         batch(small_batch(config)),
-        model(registry(), pretraining_blocks(2), config, backend, dtype),
+        model(registry(), pretraining_blocks(2), config, borrowed_backend(backend), dtype),
         staging(backend, loom::ActivationShape{batch.batch, batch.seq, 4}) {
     model.initialize(42);
     model.reserve(staging.limits());

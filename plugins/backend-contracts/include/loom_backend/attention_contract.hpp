@@ -1,4 +1,4 @@
-// The argument contract of Backend2's fused attention (loom/sdk/backend2.hpp), checked the same
+// The argument contract of fused attention (loom/sdk/ops/fused_attention.hpp), checked the same
 // way by every backend before it touches memory.
 #pragma once
 
@@ -35,7 +35,8 @@ inline AttentionDims check_attention_inputs(const ArgumentChecks& check, const l
   check_head_view(check, "k", k, n);
   check_head_view(check, "v", v, n);
   check.require(k.dtype == q.dtype && v.dtype == q.dtype, "q, k and v must share one dtype");
-  if (check.optional("key_mask", key_mask, {loom::DType::f32})) check.shape("key_mask", key_mask, {n.batch, n.seq});
+  if (check.optional("key_mask", key_mask, {loom::DType::f32}))
+    check.shape("key_mask", key_mask, {n.batch, n.seq});
   check.tensor("lse", lse, {loom::DType::f32});
   check.shape("lse", lse, {n.batch, n.heads, n.seq});
   check.require(p >= 0.0f && p < 1.0f, "dropout probability " + std::to_string(p) + " is outside [0, 1)");
@@ -55,11 +56,11 @@ inline AttentionDims check_attention_forward(const ArgumentChecks& check, const 
 
 /// attention_backward's arguments.
 inline AttentionDims check_attention_backward(const ArgumentChecks& check, const loom::Tensor& d_ctx,
-                                              const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
-                                              const loom::Tensor& ctx, const loom::Tensor& lse,
-                                              const loom::Tensor& key_mask, float p, const loom::Tensor& dq,
-                                              const loom::Tensor& dk, const loom::Tensor& dv,
-                                              const loom::Tensor& delta) {
+                                              const loom::Tensor& q, const loom::Tensor& k,
+                                              const loom::Tensor& v, const loom::Tensor& ctx,
+                                              const loom::Tensor& lse, const loom::Tensor& key_mask, float p,
+                                              const loom::Tensor& dq, const loom::Tensor& dk,
+                                              const loom::Tensor& dv, const loom::Tensor& delta) {
   const AttentionDims n = check_attention_forward(check, q, k, v, key_mask, p, ctx, lse);
   check_head_view(check, "d_ctx", d_ctx, n);
   check.require(d_ctx.dtype == loom::DType::f32 || d_ctx.dtype == q.dtype,

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "loom/sdk/interfaces.hpp"
 #include "loom/sdk/model_config.hpp"
 #include "loom/sdk/plugin_abi.h"
 #include "loom/sdk/tensor.hpp"
@@ -40,8 +41,7 @@
 
 LOOM_SDK_NAMESPACE_BEGIN
 
-class Backend;   // loom/sdk/backend.hpp
-class Backend2;  // loom/sdk/backend2.hpp
+class Backend;  // loom/sdk/backend.hpp
 
 /// How a parameter starts before any checkpoint is loaded (Hugging Face `_init_weights`).
 enum class ParameterInit : int32_t {
@@ -97,10 +97,20 @@ struct BlockSetup {
   Backend* backend;           ///< runs every op; owned by the host
   DType compute_dtype;        ///< f32, bf16 or f16 (GEMM operand dtype)
   int32_t index;              ///< position in the model's block list (keys its dropout streams)
-  /// `backend` seen as interface version 2 (fused attention) when it implements it, else nullptr.
-  /// Added in SDK 0.2 (ABI minor 2); a block built against 0.1 never reads it.
-  Backend2* backend2;
+  /// SDK 0.2's fused-attention view of the backend; always nullptr since SDK 0.3, where op
+  /// families are named interfaces (`backend_interfaces`). Kept so the layout does not change.
+  void* unused_backend2;
+  /// The backend's named interfaces (interfaces.hpp; nullptr when it offers none): ask with
+  /// `find_backend_interface<I>(setup)`. Added in SDK 0.3 (ABI minor 3).
+  loom_query_interface_fn backend_interfaces;
 };
+
+/// `setup.backend`'s implementation of named interface `I` (an op family such as
+/// FusedAttention), or nullptr when the backend does not offer it.
+template <typename I>
+I* find_backend_interface(const BlockSetup& setup) {
+  return find_interface<I>(setup.backend_interfaces, static_cast<void*>(setup.backend));
+}
 
 /// One batch as blocks see it: device tensors, row-major, i32 unless stated. Absent inputs are
 /// undefined views. The host normalises labels: every "no loss here" label (Hugging Face -100,

@@ -8,6 +8,9 @@
 //   LOOM_PLUGIN("core", "0.1.0", "Components every run needs",
 //               loom::component<loom::Communicator, LocalCommunicator>("local", "0.1.0", "rank 0 of 1"))
 //
+// A component that offers named interfaces beyond its kind's (interfaces.hpp) lists them last:
+//   loom::component<loom::Backend, CpuBackend>("cpu", "0.3.0", "...", loom::offers<loom::FusedAttention>{})
+//
 // The macro defines the exported `loom_plugin_query` and a static descriptor. Factories run the
 // constructor inside `boundary_call`, then `Options::finish()`, so unknown keys and every option
 // problem reach the host as one LOOM_E_INVALID_CONFIG message. Plugins need no Boost.
@@ -17,6 +20,7 @@
 #include <string>
 
 #include "loom/sdk/error.hpp"
+#include "loom/sdk/interfaces.hpp"
 #include "loom/sdk/options.hpp"
 #include "loom/sdk/plugin_abi.h"
 #include "loom/sdk/version.hpp"
@@ -99,17 +103,21 @@ void destroy_component(void* component) noexcept {
 }  // namespace detail
 
 /// Describes component `Impl` (implementing `Interface`) for the plugin's component table.
-/// `Interface` supplies kKind, kInterfaceVersion and kRecipeTable.
-template <typename Interface, typename Impl>
-constexpr loom_component_desc component(const char* name, const char* version, const char* summary) {
-  return loom_component_desc{sizeof(loom_component_desc),
-                             static_cast<uint32_t>(Interface::kKind),
-                             name,
-                             version,
-                             Interface::kInterfaceVersion,
-                             summary,
-                             &detail::create_component<Interface, Impl>,
-                             &detail::destroy_component<Interface>};
+/// `Interface` supplies kKind, kInterfaceVersion and kRecipeTable; `offers<...>` lists the named
+/// interfaces `Impl` also implements (none by default).
+template <typename Interface, typename Impl, typename... Offered>
+constexpr loom_component_desc component(const char* name, const char* version, const char* summary,
+                                        offers<Offered...> = {}) {
+  return loom_component_desc{
+      sizeof(loom_component_desc),
+      static_cast<uint32_t>(Interface::kKind),
+      name,
+      version,
+      Interface::kInterfaceVersion,
+      summary,
+      &detail::create_component<Interface, Impl>,
+      &detail::destroy_component<Interface>,
+      sizeof...(Offered) == 0 ? nullptr : &detail::query_interface<Interface, Impl, Offered...>};
 }
 
 LOOM_SDK_NAMESPACE_END

@@ -23,7 +23,7 @@ extern "C" {
 #define LOOM_PLUGIN_MAGIC 0x4D4F4F4Cu
 /* Before 1.0 the host requires an exact major match and a minor no newer than its own. */
 #define LOOM_PLUGIN_ABI_MAJOR 0u
-#define LOOM_PLUGIN_ABI_MINOR 2u
+#define LOOM_PLUGIN_ABI_MINOR 3u
 
 /* Component kinds. Values are frozen; new kinds are appended (minor bump). */
 typedef enum loom_component_kind {
@@ -96,6 +96,11 @@ typedef loom_status (*loom_create_fn)(const loom_create_args* args, void** out,
 /* Destroys what `create` made; never fails. */
 typedef void (*loom_destroy_fn)(void* component) LOOM_NOEXCEPT;
 
+/* A component's named interfaces (loom/sdk/interfaces.hpp): `component`'s implementation of the
+ * interface called `name` at `version`, or NULL when it offers no such thing. `component` is the
+ * pointer `create` stored. Never fails, never throws. */
+typedef void* (*loom_query_interface_fn)(void* component, const char* name, uint32_t version) LOOM_NOEXCEPT;
+
 typedef struct loom_component_desc {
   uint32_t struct_size;
   uint32_t kind;              /* loom_component_kind */
@@ -105,6 +110,9 @@ typedef struct loom_component_desc {
   const char* summary;        /* one line for `loom plugins` */
   loom_create_fn create;
   loom_destroy_fn destroy;
+  /* Added in ABI 0.3; NULL when the component offers no named interface. A descriptor whose
+   * struct_size ends before this field (an older plugin) offers none. */
+  loom_query_interface_fn query_interface;
 } loom_component_desc;
 
 typedef struct loom_plugin_desc {

@@ -1,6 +1,6 @@
-// Backend2: interface version 2 of the backend kind — fused scaled-dot-product attention and a
-// device description on top of version 1's op set (backend.hpp), which stays as it is. A backend built against version 1
-// keeps loading; blocks then run attention through the unfused ops (gemm, softmax, dropout).
+// FusedAttention: the fused scaled-dot-product attention op family of a backend (a named
+// interface, interfaces.hpp). A backend that does not offer it runs attention through the
+// unfused ops of backend.hpp (gemm, softmax, dropout); blocks ask once, at setup.
 //
 // The fused op computes, for every batch b and head h,
 //   s[i, j]  = scale·q[i]·k[j] + key_mask[b, j]
@@ -19,24 +19,17 @@
 // (strides T·H·d, d, H·d, 1), so no head split or merge is copied.
 #pragma once
 
-#include "loom/sdk/backend.hpp"
+#include <cstdint>
+
+#include "loom/sdk/tensor.hpp"
+#include "loom/sdk/version.hpp"
 
 LOOM_SDK_NAMESPACE_BEGIN
 
-/// The device as `loom bench` reports it (Backend2::device_info).
-struct DeviceInfo {
-  char name[128];                  ///< NUL-terminated: "NVIDIA H100 80GB HBM3", "CPU"
-  int32_t multiprocessors;         ///< streaming multiprocessors (GPU) or threads (CPU)
-  double peak_dense_bf16_flops;    ///< the device's dense bf16 peak in FLOP/s; 0 when unknown
-  uint64_t peak_allocated_bytes;   ///< high-water mark of allocate() so far; 0 when not tracked
-};
-
-class Backend2 : public Backend {
+class FusedAttention {
  public:
-  static constexpr unsigned kInterfaceVersion = 2;
-
-  /// Name, size, peak and memory high-water mark of the device (for benchmarks and logs).
-  virtual DeviceInfo device_info() const = 0;
+  static constexpr const char* kInterfaceName = "loom.backend.fused_attention";
+  static constexpr uint32_t kInterfaceVersion = 1;
 
   /// True when attention_forward/backward serve heads of `head_dim` over up to `max_seq` keys and
   /// this backend recommends them over the unfused ops for such a model (blocks ask once, at
@@ -60,6 +53,8 @@ class Backend2 : public Backend {
                                   const Tensor& ctx, const Tensor& lse, const Tensor& key_mask, float scale,
                                   float p, uint64_t seed, uint64_t offset, const Tensor& dq, const Tensor& dk,
                                   const Tensor& dv, const Tensor& delta) = 0;
+ protected:
+  ~FusedAttention() = default;
 };
 
 LOOM_SDK_NAMESPACE_END
