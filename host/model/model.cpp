@@ -257,14 +257,18 @@ void Model::forward(const loom::BatchView& batch, const StepSettings& settings) 
         batch.batch, batch.seq, batch.num_masked, reserved_.batch, reserved_.seq, reserved_.max_masked));
   batch_ = &batch;
   settings_ = settings;
-  const loom::Tensor loss_tensor = loom::Tensor::contiguous(static_cast<char*>(arena_.data()) + loss_offset_,
-                                                            loom::DType::f32, {1}, backend_.device());
+  const loom::Tensor loss_out = loss_tensor();
   for (size_t i = 0; i < blocks_.size(); ++i) {
     const loom::StepArgs args = step_args(blocks_[i], 1.0f);
     const loom::Tensor input = i == 0 ? loom::Tensor{} : hidden(boundary_offsets_[i - 1], batch);
-    const loom::Tensor output = i + 1 == blocks_.size() ? loss_tensor : hidden(boundary_offsets_[i], batch);
+    const loom::Tensor output = i + 1 == blocks_.size() ? loss_out : hidden(boundary_offsets_[i], batch);
     blocks_[i].block.call([&](loom::Block& b) { b.forward(args, input, output); });
   }
+}
+
+loom::Tensor Model::loss_tensor() const {
+  return loom::Tensor::contiguous(static_cast<char*>(arena_.data()) + loss_offset_, loom::DType::f32, {1},
+                                  backend_.device());
 }
 
 float Model::loss() const {

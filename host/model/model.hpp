@@ -73,6 +73,8 @@ class Model {
   void forward(const loom::BatchView& batch, const StepSettings& settings);
   /// The head's loss of the last forward (copied to the host).
   float loss() const;
+  /// The same loss where the head wrote it: an f32 scalar in backend memory (no copy).
+  loom::Tensor loss_tensor() const;
   /// Runs backward in reverse; gradients of loss × loss_scale accumulate into grads(). After
   /// each block, `grads_final_from(first)` (when given) says that gradient elements [first,
   /// total) are complete: later blocks write only below `first` (ties point to earlier blocks).

@@ -6,6 +6,7 @@
 // steps: `close` is a collective.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 
@@ -24,13 +25,15 @@ class LogWindow {
   void add(const StepOutcome& step);
 
   /// The "train" record of the window that ends with `last` (step number `step`, counted), summed
-  /// over `group`; `skipped_steps` and `grad_norm` (of the last applied update) as the run knows
-  /// them. A new window starts.
-  nlohmann::json close(const RankGroup& group, uint64_t step, const StepOutcome& last, uint64_t skipped_steps,
-                       double grad_norm);
+  /// over `group`; `losses` are the window's loss sums {loss, mlm, nsp} (LossSums::take),
+  /// `skipped_steps` and `grad_norm` (of the last applied update) as the run knows them. A new
+  /// window starts.
+  nlohmann::json close(const RankGroup& group, uint64_t step, const StepOutcome& last,
+                       const std::array<double, 3>& losses, uint64_t skipped_steps, double grad_norm);
 
  private:
   StepLosses sums_;
+  int64_t max_host_waits_ = -1;  // most host waits of a step that was not a log step (-1: none seen)
   double allreduce_seconds_ = 0;
   uint64_t steps_ = 0;
   std::chrono::steady_clock::time_point start_;

@@ -11,18 +11,9 @@ struct MicroBatchesRun {
   bool epoch_ended = false;  // one of them was the last of its epoch
 };
 
-double output_scalar(const StepParts& p, const char* name) {
-  const loom::Tensor t = p.model.output(name);
-  float v = 0;
-  if (t.defined()) p.components.backend.get()->copy_to_host(&v, t.data, sizeof(float));
-  return static_cast<double>(v);
-}
-
 void add_losses(const StepParts& p, const HostBatch& batch, int32_t rows, bool measure_mlm_accuracy,
                 StepLosses& losses) {
-  losses.loss += p.model.loss();
-  losses.mlm_loss += output_scalar(p, "mlm_loss");
-  losses.nsp_loss += output_scalar(p, "nsp_loss");
+  p.loss_sums.add(p.model);  // on the backend: nothing is read back here
   losses.micro_batches += 1;
   losses.rows += static_cast<uint64_t>(rows);
   for (int64_t i = 0; i < batch.batch * batch.seq; ++i) losses.tokens += batch.attention_mask[i] != 0;
@@ -100,6 +91,8 @@ void apply_update(const StepParts& p, double grad_scale, StepOutcome& out) {
 
 StepOutcome train_step(const StepParts& p, uint64_t step, bool measure_mlm_accuracy) {
   StepOutcome out;
+  const uint64_t waits_before =
+      p.transfer_counter ? loom::host_waits(p.transfer_counter->transfer_counts()) : 0;
   p.model.zero_grads();
   out.loss_scale = p.components.precision.invoke(&loom::Precision::loss_scale);
   const MicroBatchesRun run = accumulate_gradients(p, step, out.loss_scale, measure_mlm_accuracy, out.losses);
@@ -110,6 +103,10 @@ StepOutcome train_step(const StepParts& p, uint64_t step, bool measure_mlm_accur
   const loom::PrecisionDecision decision =
       p.components.precision.invoke(&loom::Precision::after_backward, nonfinite);
   if (decision.apply) apply_update(p, decision.grad_scale, out);
+  if (p.transfer_counter)
+    out.host_waits =
+        static_cast<int64_t>(loom::host_waits(p.transfer_counter->transfer_counts()) - waits_before);
+  out.measured_mlm_accuracy = measure_mlm_accuracy;
   return out;
 }
 

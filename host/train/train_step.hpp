@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "eval/evaluator.hpp"
+#include "loom/sdk/ops/transfer_counts.hpp"
 #include "model/batch_staging.hpp"
 #include "model/host_batch_buffers.hpp"
 #include "model/host_mirror.hpp"
@@ -24,13 +25,13 @@
 #include "train/data_parallel.hpp"
 #include "train/gradient_sync.hpp"
 #include "train/instance_trace.hpp"
+#include "train/loss_sums.hpp"
 #include "train/run_components.hpp"
 
 namespace loom::host {
 
-/// This rank's micro-batches of one step, summed.
+/// This rank's micro-batches of one step, counted (their losses go to StepParts::loss_sums).
 struct StepLosses {
-  double loss = 0, mlm_loss = 0, nsp_loss = 0;
   uint64_t micro_batches = 0;  ///< micro-batches that had rows
   uint64_t rows = 0;           ///< sequences
   uint64_t tokens = 0;         ///< non-padding tokens
@@ -45,6 +46,10 @@ struct StepOutcome {
   double lr = 0;                 ///< the learning rate of the update (0 when skipped)
   double grad_norm = 0;          ///< the update's global gradient norm (0 when skipped)
   double allreduce_seconds = 0;  ///< time blocked in the gradient all-reduce
+  /// Times the step made the host wait for the backend (copies to the host, synchronisations),
+  /// on a backend that counts them (TransferCounter); -1 otherwise.
+  int64_t host_waits = -1;
+  bool measured_mlm_accuracy = false;  ///< a log step: it also read the masked-LM logits back
 };
 
 /// What a step works on; the trainer builds it once.
@@ -56,6 +61,8 @@ struct StepParts {
   HostMirror& master;  ///< host view of the flat master weights
   HostMirror& grads;   ///< host view of the flat gradients
   GradientSync& sync;
+  LossSums& loss_sums;  ///< where each micro-batch's losses are added, on the backend
+  const loom::TransferCounter* transfer_counter;  ///< the backend's, or nullptr
   RankGroup group;
   uint64_t seed;               ///< the run's seed (dropout keys)
   uint64_t grad_accumulation;  ///< micro-batches per step (k)

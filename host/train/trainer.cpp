@@ -54,6 +54,8 @@ struct Trainer::State {
   loom::Backend& backend() { return *components.backend.get(); }
 
   void open_datasets_and_build_model(const Recipe& recipe, const PluginRegistry& registry);
+  GradientSync gradient_sync();
+  StepParts step_parts(GradientSync& sync, LossSums& loss_sums, InstanceTrace& trace);
   void resume_or_initialise();
   void save_checkpoint(RunReporter& reporter, TrainSummary& summary);
   void evaluate(RunReporter& reporter, TrainSummary& summary);
@@ -116,26 +118,10 @@ TrainSummary Trainer::run() {
                        s.control);
   install_stop_handlers();
 
-  const GradientSyncOptions sync_options =
-      gradient_sync_options(cfg.allreduce_post_accumulation, cfg.allreduce_bucket_mb, s.grads_host->copies());
-  if (s.world > 1 && !cfg.allreduce_post_accumulation && !sync_options.overlap)
-    spdlog::info(
-        "device backend: gradients are all-reduced once after accumulation, on their host copy "
-        "(overlapped buckets need device collectives)");
-  GradientSync sync(c.communicator, c.communicator2, s.grads_host->data(), s.grads_host->size(),
-                    sync_options);
+  GradientSync sync = s.gradient_sync();
   InstanceTrace trace(s.rank);
-  const StepParts parts{c,
-                        s.model(),
-                        *s.staging,
-                        *s.buffers,
-                        *s.master_host,
-                        *s.grads_host,
-                        sync,
-                        s.group(),
-                        cfg.seed,
-                        cfg.grad_accumulation,
-                        trace};
+  LossSums loss_sums(s.backend());
+  const StepParts parts = s.step_parts(sync, loss_sums, trace);
 
   LogWindow window;
   const auto loop_start = Clock::now();
@@ -150,7 +136,8 @@ TrainSummary Trainer::run() {
     if (outcome.applied) grad_norm = outcome.grad_norm;
     if (log_step) {
       const uint64_t skipped = c.precision.invoke(&loom::Precision::skipped_steps);
-      const nlohmann::json record = window.close(s.group(), s.step, outcome, skipped, grad_norm);
+      const nlohmann::json record =
+          window.close(s.group(), s.step, outcome, loss_sums.take(), skipped, grad_norm);
       const double per_step = std::chrono::duration<double>(Clock::now() - loop_start).count() /
                               static_cast<double>(s.step - first_step);
       reporter.train(record, per_step * static_cast<double>(cfg.steps - s.step));
@@ -172,6 +159,26 @@ TrainSummary Trainer::run() {
   if (s.rank == 0 && s.options.console && summary.stopped_early)
     std::cerr << "stopped at step " << s.step << "; checkpoint " << summary.last_checkpoint.string() << "\n";
   return summary;
+}
+
+// The mean of gradients over ranks: overlapped with backward in buckets, or once after it.
+GradientSync Trainer::State::gradient_sync() {
+  const GradientSyncOptions options = gradient_sync_options(
+      settings.allreduce_post_accumulation, settings.allreduce_bucket_mb, grads_host->copies());
+  if (world > 1 && !settings.allreduce_post_accumulation && !options.overlap)
+    spdlog::info(
+        "device backend: gradients are all-reduced once after accumulation, on their host copy "
+        "(overlapped buckets need device collectives)");
+  return GradientSync(components.communicator, components.communicator2, grads_host->data(),
+                      grads_host->size(), options);
+}
+
+StepParts Trainer::State::step_parts(GradientSync& sync, LossSums& loss_sums, InstanceTrace& trace) {
+  return StepParts{components, model(),       *staging,
+                   *buffers,   *master_host,  *grads_host,
+                   sync,       loss_sums,     components.backend.find<loom::TransferCounter>(),
+                   group(),    settings.seed, settings.grad_accumulation,
+                   trace};
 }
 
 void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const PluginRegistry& registry) {

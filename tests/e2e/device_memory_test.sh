@@ -196,5 +196,16 @@ else
   echo "note: no MPI; the 2-rank check was not run"
 fi
 
+# 8. Times a steady-state step makes the host wait for the backend (copies to the host and
+#    synchronisations, counted by backend/cpu-opaque's TransferCounter): at most one per optimizer
+#    step, with two micro-batches, on every record's non-log steps (docs/gpu.md).
+device_recipe syncs cpu-opaque bf16-mixed
+sed -i 's/^log_every = 1$/log_every = 5/; s/^grad_accumulation = 1$/grad_accumulation = 2/' "$work/syncs.toml"
+"$loom" run "$work/syncs.toml" --quiet > "$work/syncs.log" 2>&1 || { cat "$work/syncs.log"; fail "syncs: run"; }
+syncs=$(records "$work/runs/syncs/metrics.jsonl" train syncs_per_step | tr '\n' ' ')
+echo "host waits per steady-state step, per log window: $syncs"
+[ "$(echo $syncs | wc -w)" -eq 4 ] || fail "syncs: expected 4 train records with syncs_per_step, got '$syncs'"
+for n in $syncs; do [ "$n" = "1" ] || [ "$n" = "0" ] || fail "syncs: a steady-state step waited $n times (at most 1)"; done
+
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "device memory host paths: all checks passed"
