@@ -1,6 +1,7 @@
 // Evaluation passes and accuracy helpers; see evaluator.hpp.
 #include "eval/evaluator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -16,11 +17,15 @@ std::vector<float> rows_to_host(loom::Backend& backend, const loom::Tensor& tens
     backend.copy_to_host(host.data(), tensor.data, host.size() * sizeof(float));
     return host;
   }
-  if (tensor.strides[1] != 1) throw std::invalid_argument("rows_to_host: columns must be contiguous");
+  if (tensor.strides[1] != 1 || tensor.strides[0] < cols)
+    throw std::invalid_argument("rows_to_host: rows must not overlap and columns must be contiguous");
+  // One copy of the whole strided span (on a GPU every copy waits for the device), then the
+  // rows are packed on the host.
+  const auto stride = static_cast<size_t>(tensor.strides[0]);
+  std::vector<float> span(rows == 0 ? 0 : static_cast<size_t>(rows - 1) * stride + static_cast<size_t>(cols));
+  backend.copy_to_host(span.data(), tensor.data, span.size() * sizeof(float));
   for (int64_t r = 0; r < rows; ++r)
-    backend.copy_to_host(host.data() + r * cols,
-                         static_cast<const float*>(tensor.data) + r * tensor.strides[0],
-                         static_cast<size_t>(cols) * sizeof(float));
+    std::copy_n(span.data() + static_cast<size_t>(r) * stride, cols, host.data() + r * cols);
   return host;
 }
 
