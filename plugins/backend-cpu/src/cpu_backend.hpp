@@ -109,14 +109,15 @@ class CpuBackend final : public loom::Backend, public loom::FusedAttention, publ
  private:
   /// Argument checks for `op` that require views in CPU memory.
   ArgumentChecks checks(const char* op) const { return ArgumentChecks(op, device()); }
-  /// gemm with f16 a and b (f16_gemm.cpp): widened to f32 in `widened_`, multiplied in f32.
-  void gemm_widening_f16(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
-                         const loom::Tensor& c, float alpha, float beta);
+  /// gemm with f16 a and b, or bf16 ones where oneDNN has no bf16 matmul (widened_gemm.cpp):
+  /// widened to f32 in `widened_`, multiplied in f32.
+  void gemm_widening(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
+                     const loom::Tensor& c, float alpha, float beta);
 
   int threads_;
   bool fused_attention_;
   std::unique_ptr<OneDnnGemm> gemm_;
-  /// f32 copies of f16 GEMM operands a, b, c; grown to the largest product seen, then reused.
+  /// f32 copies of widened GEMM operands a, b, c; grown to the largest product seen, then reused.
   std::vector<float> widened_[3];
 };
 

@@ -1,5 +1,5 @@
 // gemm: validation of the strided (batched) matrix views, then oneDNN (onednn_gemm.cpp); f16
-// operands go through f16_gemm.cpp.
+// operands, and bf16 ones on a CPU where oneDNN has no bf16 matmul, go through widened_gemm.cpp.
 #include "cpu_backend.hpp"
 #include "loom_backend/gemm_contract.hpp"
 #include "onednn_gemm.hpp"
@@ -10,8 +10,9 @@ void CpuBackend::gemm(const loom::Tensor& a, bool transpose_a, const loom::Tenso
                       const loom::Tensor& c, float alpha, float beta) {
   const auto check = checks("gemm");
   const loom_backend::GemmOperands stored = loom_backend::check_gemm_operands(check, a, b, c);
-  if (a.dtype == DType::f16) {  // widened to f32, then back through this function
-    gemm_widening_f16(a, transpose_a, b, transpose_b, c, alpha, beta);
+  if (a.dtype == DType::f16 || (a.dtype == DType::bf16 && !gemm_->native_bf16())) {
+    // widened to f32, then back through this function
+    gemm_widening(a, transpose_a, b, transpose_b, c, alpha, beta);
     return;
   }
   const loom_backend::GemmProduct product =

@@ -1,7 +1,8 @@
 // oneDNN GEMM paths. fp32 single matrices go to dnnl_sgemm (the fastest fp32 call measured on
 // these machines); strided batches and every bf16 product go to a matmul primitive built once per
 // geometry and cached with its memory objects (primitive creation costs far more than a small
-// GEMM), so a steady-state call allocates nothing of ours.
+// GEMM), so a steady-state call allocates nothing of ours. bf16 reaches this class only where
+// oneDNN has bf16 kernels (native_bf16; gemm.cpp widens to f32 elsewhere).
 #include "onednn_gemm.hpp"
 
 #include <omp.h>
@@ -74,7 +75,21 @@ struct OneDnnGemm::State {
   std::map<GeometryKey, CachedMatmul> cache;
 };
 
-OneDnnGemm::OneDnnGemm(int threads) : state_(std::make_unique<State>()), threads_(threads) {}
+namespace {
+/// Whether oneDNN can create a bf16 matmul primitive on this CPU.
+bool probe_bf16_matmul(const dnnl::engine& engine) {
+  const dnnl::memory::desc md({2, 2}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
+  try {
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, md), engine);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+}  // namespace
+
+OneDnnGemm::OneDnnGemm(int threads)
+    : state_(std::make_unique<State>()), threads_(threads), native_bf16_(probe_bf16_matmul(state_->engine)) {}
 OneDnnGemm::~OneDnnGemm() = default;
 
 void OneDnnGemm::run(const GemmProblem& p) {

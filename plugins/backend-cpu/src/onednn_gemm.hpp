@@ -35,11 +35,15 @@ class OneDnnGemm {
 
   /// Runs `problem` with this object's thread count; matmul primitives are cached by geometry.
   void run(const GemmProblem& problem);
+  /// Whether oneDNN multiplies bf16 on this CPU (it needs AVX-512; probed once, at construction,
+  /// by creating a small bf16 matmul). Without it bf16 products must be widened to f32 first.
+  bool native_bf16() const { return native_bf16_; }
 
  private:
   struct State;
   std::unique_ptr<State> state_;
   int threads_;
+  bool native_bf16_ = false;
 };
 
 }  // namespace loom_cpu

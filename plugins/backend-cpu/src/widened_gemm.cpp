@@ -1,9 +1,13 @@
-// gemm with f16 operands. oneDNN 2.6 (Debian's) has no f16 matmul on CPU — it cannot create the
-// primitive even on AVX512-FP16 machines — so both operands are widened to f32 (exactly: every
-// f16 is an f32) and multiplied by the f32 path. That is the arithmetic of fp16 tensor-core GEMMs:
-// f16 inputs, f32 accumulation; an f16 c is rounded once, at the end. The widened copies live in
-// buffers that grow to the largest product and are then reused, so steady-state steps allocate
-// nothing. fp16 is for numerics here, not speed: the widening passes cost O(M·K + K·N) each.
+// gemm with 16-bit operands oneDNN cannot multiply on this CPU. oneDNN 2.6 (Debian's) has no f16
+// matmul on CPU — it cannot create the primitive even on AVX512-FP16 machines — and no bf16 matmul
+// without AVX-512 (an AVX2-only CPU such as AMD Zen 3 fails with "could not create a primitive
+// descriptor iterator"; OneDnnGemm::native_bf16 probes it once). Both operands are then widened to
+// f32 (exactly: every f16 and bf16 is an f32) and multiplied by the f32 path. That is the
+// arithmetic of 16-bit tensor-core GEMMs and of oneDNN's bf16 kernels: 16-bit inputs, f32
+// accumulation; a 16-bit c is rounded once, at the end. The widened copies live in buffers that
+// grow to the largest product and are then reused, so steady-state steps allocate nothing. The
+// widening passes cost O(M·K + K·N) each against the product's O(M·N·K): a few per cent of a
+// BERT-sized linear layer, about 15% at 128 tokens (docs/performance.md, inference).
 #include <algorithm>
 
 #include "cpu_backend.hpp"
@@ -31,28 +35,31 @@ struct RowWalk {
   }
 };
 
-/// `dense` (f32, row-major, same shape) = `t` (f16 with unit last stride).
+/// `dense` (f32, row-major, same shape) = `t` (16-bit S with unit last stride).
+template <typename S>
 void widen(const loom::Tensor& t, float* dense, int threads) {
   const RowWalk walk(t);
-  const auto* src = static_cast<const Half*>(t.data);
+  const auto* src = static_cast<const S*>(t.data);
 #pragma omp parallel for num_threads(threads) \
     schedule(static) if (walk.rows * walk.cols > kParallelMinElements)
   for (int64_t r = 0; r < walk.rows; ++r) {
-    const Half* row = src + walk.offset(r);
+    const S* row = src + walk.offset(r);
     float* out = dense + r * walk.cols;
 #pragma omp simd
     for (int64_t j = 0; j < walk.cols; ++j) out[j] = load(row, j);
   }
 }
 
-/// `t` (f16 with unit last stride) = `dense` (f32, row-major, same shape), rounded to nearest even.
+/// `t` (16-bit S with unit last stride) = `dense` (f32, row-major, same shape), rounded to nearest
+/// even.
+template <typename S>
 void narrow(const float* dense, const loom::Tensor& t, int threads) {
   const RowWalk walk(t);
-  auto* dst = static_cast<Half*>(t.data);
+  auto* dst = static_cast<S*>(t.data);
 #pragma omp parallel for num_threads(threads) \
     schedule(static) if (walk.rows * walk.cols > kParallelMinElements)
   for (int64_t r = 0; r < walk.rows; ++r) {
-    Half* row = dst + walk.offset(r);
+    S* row = dst + walk.offset(r);
     const float* in = dense + r * walk.cols;
 #pragma omp simd
     for (int64_t j = 0; j < walk.cols; ++j) store(row, j, in[j]);
@@ -74,22 +81,36 @@ loom::Tensor dense_f32_like(const loom::Tensor& t, std::vector<float>& buffer) {
   return dense;
 }
 
+/// widen / narrow for the 16-bit dtype `dtype` (bf16 or f16).
+void widen(DType dtype, const loom::Tensor& t, float* dense, int threads) {
+  if (dtype == DType::bf16)
+    widen<BFloat16>(t, dense, threads);
+  else
+    widen<Half>(t, dense, threads);
+}
+void narrow(DType dtype, const float* dense, const loom::Tensor& t, int threads) {
+  if (dtype == DType::bf16)
+    narrow<BFloat16>(dense, t, threads);
+  else
+    narrow<Half>(dense, t, threads);
+}
+
 }  // namespace
 
-void CpuBackend::gemm_widening_f16(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b,
-                                   bool transpose_b, const loom::Tensor& c, float alpha, float beta) {
-  // gemm() validated the views (unit last stride included) before calling here.
+void CpuBackend::gemm_widening(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
+                               const loom::Tensor& c, float alpha, float beta) {
+  // gemm() validated the views (unit last stride, a and b of one dtype) before calling here.
   const loom::Tensor a32 = dense_f32_like(a, widened_[0]), b32 = dense_f32_like(b, widened_[1]);
-  widen(a, static_cast<float*>(a32.data), threads_);
-  widen(b, static_cast<float*>(b32.data), threads_);
+  widen(a.dtype, a, static_cast<float*>(a32.data), threads_);
+  widen(b.dtype, b, static_cast<float*>(b32.data), threads_);
   if (c.dtype == DType::f32) {
     gemm(a32, transpose_a, b32, transpose_b, c, alpha, beta);
     return;
   }
   const loom::Tensor c32 = dense_f32_like(c, widened_[2]);
-  if (beta != 0.0f) widen(c, static_cast<float*>(c32.data), threads_);
+  if (beta != 0.0f) widen(c.dtype, c, static_cast<float*>(c32.data), threads_);
   gemm(a32, transpose_a, b32, transpose_b, c32, alpha, beta);
-  narrow(static_cast<const float*>(c32.data), c, threads_);
+  narrow(c.dtype, static_cast<const float*>(c32.data), c, threads_);
 }
 
 }  // namespace loom_cpu
