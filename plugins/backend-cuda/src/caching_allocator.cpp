@@ -1,4 +1,5 @@
-// CachingAllocator: free lists per size class over cudaMalloc (see caching_allocator.hpp).
+// CachingAllocator: free lists per stream and size class over cudaMalloc, events for blocks last
+// used on another stream (see caching_allocator.hpp).
 #include "caching_allocator.hpp"
 
 #include <cuda_runtime.h>
@@ -25,8 +26,17 @@ std::string memory_info() {
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
-  empty_cache_locked();
-  for (auto& [block, size] : live_blocks_) (void)cudaFree(block);  // leaked by the caller; give it back
+  try {
+    empty_cache_locked();
+  } catch (const loom::Error&) {
+    // A device fault reported by a pending event: the blocks are released below regardless.
+  }
+  for (Pending& pending : pending_) {
+    (void)cudaFree(pending.data);
+    (void)cudaEventDestroy(pending.event);
+  }
+  for (cudaEvent_t event : spare_events_) (void)cudaEventDestroy(event);
+  for (auto& [block, info] : live_blocks_) (void)cudaFree(block);  // leaked by the caller; give it back
   live_blocks_.clear();
 }
 
@@ -39,12 +49,13 @@ size_t CachingAllocator::size_class(size_t bytes) {
   return (rounded + step - 1) / step * step;
 }
 
-void* CachingAllocator::allocate(size_t bytes) {
+void* CachingAllocator::allocate(size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return nullptr;
   const size_t size = size_class(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!pending_.empty()) collect_pending_locked(false);
   void* block = nullptr;
-  auto found = free_blocks_.find(size);
+  auto found = free_blocks_.find({stream, size});
   if (found != free_blocks_.end() && !found->second.empty()) {
     block = found->second.back();
     found->second.pop_back();
@@ -52,7 +63,7 @@ void* CachingAllocator::allocate(size_t bytes) {
     cudaError_t status = cudaMalloc(&block, size);
     if (status == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // clear the sticky-free error before retrying
-      empty_cache_locked();
+      empty_cache_locked();      // waits for pending blocks, then gives every free one back
       status = cudaMalloc(&block, size);
     }
     if (status != cudaSuccess) {
@@ -66,22 +77,76 @@ void* CachingAllocator::allocate(size_t bytes) {
     ++mallocs_;
     reserved_ += size;
   }
-  live_blocks_.emplace(block, size);
+  live_blocks_.emplace(block, Block{size, stream});
   allocated_ += size;
   if (allocated_ > peak_) peak_ = allocated_;
   return block;
 }
 
-void CachingAllocator::deallocate(void* data) {
+void CachingAllocator::deallocate(void* data, cudaStream_t last_use) {
   if (data == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = live_blocks_.find(data);
   if (found == live_blocks_.end())
     throw loom::Error("backend/cuda: deallocate of a pointer this backend did not allocate");
-  const size_t size = found->second;
+  const Block block = found->second;
+  if (last_use != block.stream) {
+    // The block's own stream cannot see work enqueued on `last_use`: remember an event there and
+    // reuse the block only once it has completed.
+    cudaEvent_t event = take_event_locked();
+    const cudaError_t recorded = cudaEventRecord(event, last_use);
+    if (recorded != cudaSuccess) {
+      spare_events_.push_back(event);
+      (void)cudaGetLastError();
+      throw loom::Error(
+          std::string("backend/cuda: cudaEventRecord for a block freed after use on another stream: ") +
+              cudaGetErrorString(recorded),
+          LOOM_E_DEVICE);
+    }
+    pending_.push_back(Pending{data, block, event});
+  } else {
+    free_blocks_[{block.stream, block.size}].push_back(data);
+  }
   live_blocks_.erase(found);
-  allocated_ -= size;
-  free_blocks_[size].push_back(data);
+  allocated_ -= block.size;
+}
+
+cudaEvent_t CachingAllocator::take_event_locked() {
+  if (!spare_events_.empty()) {
+    cudaEvent_t event = spare_events_.back();
+    spare_events_.pop_back();
+    return event;
+  }
+  cudaEvent_t event = nullptr;
+  const cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw loom::Error(std::string("backend/cuda: cudaEventCreate: ") + cudaGetErrorString(status),
+                      LOOM_E_DEVICE);
+  }
+  return event;
+}
+
+void CachingAllocator::collect_pending_locked(bool wait) {
+  size_t kept = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    Pending& pending = pending_[i];
+    const cudaError_t status = wait ? cudaEventSynchronize(pending.event) : cudaEventQuery(pending.event);
+    if (status == cudaErrorNotReady) {
+      pending_[kept++] = pending;
+      continue;
+    }
+    if (status != cudaSuccess) {
+      for (size_t j = i; j < pending_.size(); ++j) pending_[kept++] = pending_[j];
+      pending_.resize(kept);
+      throw loom::Error(std::string("backend/cuda: waiting for a block's last use on another stream: ") +
+                            cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")",
+                        LOOM_E_DEVICE);
+    }
+    free_blocks_[{pending.block.stream, pending.block.size}].push_back(pending.data);
+    spare_events_.push_back(pending.event);
+  }
+  pending_.resize(kept);
 }
 
 void CachingAllocator::empty_cache() {
@@ -90,11 +155,12 @@ void CachingAllocator::empty_cache() {
 }
 
 void CachingAllocator::empty_cache_locked() {
+  collect_pending_locked(true);
   // cudaFree waits for the device, so blocks still used by queued kernels are safe to release.
-  for (auto& [size, blocks] : free_blocks_) {
+  for (auto& [key, blocks] : free_blocks_) {
     for (void* block : blocks) {
       (void)cudaFree(block);
-      reserved_ -= size;
+      reserved_ -= key.second;
     }
     blocks.clear();
   }
@@ -115,6 +181,10 @@ size_t CachingAllocator::reserved_bytes() const {
 uint64_t CachingAllocator::device_mallocs() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return mallocs_;
+}
+size_t CachingAllocator::pending_blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pending_.size();
 }
 
 }  // namespace loom_cuda

@@ -7,6 +7,7 @@
 #include "cublaslt_gemm.hpp"
 #include "cuda_check.hpp"
 #include "device_peak.hpp"
+#include "device_placement.hpp"
 #include "loom/sdk/plugin.hpp"
 
 namespace loom_cuda {
@@ -27,20 +28,20 @@ int visible_devices() {
   return count;
 }
 
-/// This process's rank on its node from the launcher's environment (Open MPI, then Slurm), or 0.
-int local_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
-    if (const char* value = std::getenv(name)) {
-      char* end = nullptr;
-      const long rank = std::strtol(value, &end, 10);
-      if (end != value && *end == '\0' && rank >= 0) return static_cast<int>(rank);
-    }
-  }
-  return 0;
+int read_device(loom::ComponentContext& context) {
+  return static_cast<int>(context.options().get<int64_t>("device", kDeviceFromLocalRank,
+                                                         loom::Range{kDeviceFromLocalRank, 1024}));
 }
 
-int read_device(loom::ComponentContext& context) {
-  return static_cast<int>(context.options().get<int64_t>("device", 0, loom::Range{-1, 1024}));
+/// LOOM_CUDA_SYNC_CHECK=1 turns sync_check on for every backend/cuda of the process (for runs
+/// whose recipe one would rather not edit, and for the tests); 0 or unset leaves the option.
+bool sync_check_from_environment() {
+  const char* text = std::getenv("LOOM_CUDA_SYNC_CHECK");
+  if (text == nullptr || *text == '\0') return false;
+  const std::string value = text;
+  if (value == "1" || value == "true") return true;
+  if (value == "0" || value == "false") return false;
+  throw loom::ConfigError("LOOM_CUDA_SYNC_CHECK = \"" + value + "\": use 1 (check every op) or 0");
 }
 
 bool read_tf32(loom::ComponentContext& context) {
@@ -55,27 +56,30 @@ bool read_tf32(loom::ComponentContext& context) {
 
 CudaBackend::CudaBackend(loom::ComponentContext& context) : tf32_(read_tf32(context)) {
   const int device = read_device(context);
+  sync_check_ = context.options().get<bool>("sync_check", false) || sync_check_from_environment();
   if (context.dry_run()) {
     device_index_ = device < 0 ? 0 : device;
     return;  // `loom check`: options only, no device
   }
   acquire(device);
+  context.log(loom::LogLevel::info,
+              "backend/cuda on GPU " + std::to_string(device_index_) + " (" + placement_ + ")" +
+                  (sync_check_ ? "; sync_check: every op is waited for and checked" : ""));
 }
 
-CudaBackend::CudaBackend(int device, bool tf32) : tf32_(tf32) {
+CudaBackend::CudaBackend(int device, bool tf32) : tf32_(tf32), sync_check_(sync_check_from_environment()) {
   acquire(device);
 }
 
 void CudaBackend::acquire(int device) {
-  const int count = visible_devices();
-  const int index = device < 0 ? local_rank() % count : device;
-  if (index >= count)
-    throw loom::UnsupportedError("backend/cuda: device " + std::to_string(index) + " requested but only " +
-                                 std::to_string(count) + " CUDA device(s) are visible");
-  device_index_ = index;
+  // One rule with communicator/nccl (device_placement.hpp), so a rank's two components agree.
+  const DeviceChoice choice = choose_device(device, launcher_local_rank(), visible_devices());
+  device_index_ = choice.index;
+  placement_ = choice.why;
   cuda_check(cudaSetDevice(device_index_), "backend/cuda: cudaSetDevice");
   info_ = describe_device(device_index_);
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "backend/cuda: cudaStreamCreate");
+  allocator_.set_default_stream(stream_);  // before the GEMM engine allocates its workspace
   try {
     cuda_check(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming),
                "backend/cuda: cudaEventCreate");
@@ -93,6 +97,18 @@ loom::DeviceInfo CudaBackend::device_info() const {
   loom::DeviceInfo info = info_;
   info.peak_allocated_bytes = allocator_.peak_allocated_bytes();
   return info;
+}
+
+void CudaBackend::check_previous_op(const char* next) const {
+  if (unchecked_op_ == nullptr) return;
+  const char* op = unchecked_op_;
+  unchecked_op_ = nullptr;
+  cudaError_t status = cudaStreamSynchronize(stream_);
+  if (status == cudaSuccess) status = cudaGetLastError();
+  if (status != cudaSuccess)
+    throw loom::Error(std::string("backend/cuda: device fault in ") + op + " (sync_check, before " + next +
+                          "): " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")",
+                      LOOM_E_DEVICE);
 }
 
 void CudaBackend::bind_device() const {
@@ -124,6 +140,7 @@ void CudaBackend::deallocate(void* data) {
 void CudaBackend::copy_from_host(void* device_dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
   bind_device();
+  if (sync_check_) check_previous_op("copy_from_host");
   // From pageable memory cudaMemcpyAsync returns once the source has been staged, so the caller
   // may reuse host_src immediately; the copy is ordered on the stream like every op.
   cuda_check(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), "copy_from_host");
@@ -132,11 +149,13 @@ void CudaBackend::copy_from_host(void* device_dst, const void* host_src, size_t 
 void CudaBackend::copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
   if (bytes == 0) return;
   bind_device();
+  if (sync_check_) check_previous_op("copy_to_host");
   cuda_check(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_), "copy_to_host");
   cuda_check(cudaStreamSynchronize(stream_), "copy_to_host");
 }
 
 void CudaBackend::synchronize() {
+  if (sync_check_) check_previous_op("synchronize");
   cuda_check(cudaStreamSynchronize(stream_), "synchronize");
 }
 

@@ -6,12 +6,16 @@
 // GEMM goes through cuBLASLt (cublaslt_gemm.cpp); every other op is a kernel of our own, one
 // .cu file per family. This class holds the state the ops share: the stream, the caching
 // allocator, a grow-only device scratch area and a pinned host staging area.
+//
+// Every op enters through checks(op): the one place that binds the device and, with the debug
+// option sync_check, waits for the previous op and names it if the device faulted.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "caching_allocator.hpp"
 #include "loom/sdk/backend.hpp"
@@ -33,7 +37,8 @@ class CublasLtGemm;
 
 class CudaBackend final : public loom::Backend, public loom::FusedAttention, public loom::DeviceDescription {
  public:
-  /// Reads options `device` (default 0; -1 = the local rank modulo the device count) and `tf32`.
+  /// Reads options `device` (default -1: the launcher's local rank modulo the device count,
+  /// device_placement.hpp), `tf32` and `sync_check` (also on with LOOM_CUDA_SYNC_CHECK=1).
   /// A dry run (`loom check`) validates the options and acquires no device.
   explicit CudaBackend(loom::ComponentContext& context);
   /// Direct construction for tests and benchmarks. Throws loom::UnsupportedError without a GPU.
@@ -123,13 +128,25 @@ class CudaBackend final : public loom::Backend, public loom::FusedAttention, pub
   /// cudaMalloc calls so far (the allocator's cache misses).
   uint64_t device_mallocs() const { return allocator_.device_mallocs(); }
   bool tf32() const { return tf32_; }
+  /// Debug mode: every op is waited for and checked before the next one starts (and before
+  /// synchronize and the copies), so a device fault names the op that caused it instead of
+  /// surfacing at a later synchronising call. Costs one synchronisation per op.
+  void set_sync_check(bool on) { sync_check_ = on; }
+  bool sync_check() const { return sync_check_; }
+  /// Why this device was chosen (device_placement.hpp), for the log.
+  const std::string& placement() const { return placement_; }
 
   // ---- shared by the op files -----------------------------------------------------------------
   /// Argument checks for `op` that require views on this backend's GPU.
   /// Also makes this backend's device current on the calling thread (the host may call ops from
   /// another thread than the one that constructed the backend).
+  /// With sync_check, first waits for the previous op and throws naming it if it faulted.
   ArgumentChecks checks(const char* op) const {
     bind_device();
+    if (sync_check_) {
+      check_previous_op(op);
+      unchecked_op_ = op;
+    }
     return ArgumentChecks(op, device());
   }
   /// Device scratch of at least `bytes`, 256-byte aligned, valid until the next call (grow-only:
@@ -146,11 +163,17 @@ class CudaBackend final : public loom::Backend, public loom::FusedAttention, pub
   void acquire(int device);
   /// cudaSetDevice(device_index_) unless it is already current on this thread.
   void bind_device() const;
+  /// sync_check: waits for the stream and throws LOOM_E_DEVICE naming the last op entered through
+  /// checks() if the device reports an error; `next` is what was about to run.
+  void check_previous_op(const char* next) const;
   /// Scales c by beta (or zeroes it for beta = 0): the K = 0 case of gemm. Any strides.
   void scale_strided(const loom::Tensor& c, float beta);
 
   int device_index_ = 0;
   bool tf32_ = false;
+  bool sync_check_ = false;
+  mutable const char* unchecked_op_ = nullptr;  // sync_check: the op entered last, not yet waited for
+  std::string placement_;
   loom::DeviceInfo info_{};  // filled by acquire(); the allocator's peak is read at each call
   cudaStream_t stream_ = nullptr;
   cudaEvent_t staging_done_ = nullptr;

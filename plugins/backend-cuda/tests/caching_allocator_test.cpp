@@ -1,10 +1,57 @@
-// The caching allocator: size classes (no GPU needed) and reuse without new cudaMalloc once warm.
+// The caching allocator: size classes (no GPU needed), reuse without new cudaMalloc once warm,
+// and blocks last used on a second stream reused only after that use has completed.
 #include "caching_allocator.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 
 #include "cuda_test_support.hpp"
 
 namespace loom_cuda_test {
 namespace {
+
+/// Holds back everything enqueued on `stream` after it until open() (a host function that waits),
+/// so a test decides when a use on that stream completes. Opens itself on destruction.
+class StreamGate {
+ public:
+  explicit StreamGate(cudaStream_t stream) {
+    EXPECT_EQ(cudaLaunchHostFunc(stream, &StreamGate::wait, this), cudaSuccess);
+  }
+  ~StreamGate() { open(); }
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+
+ private:
+  static void CUDART_CB wait(void* self) {
+    auto* gate = static_cast<StreamGate*>(self);
+    std::unique_lock<std::mutex> lock(gate->mutex_);
+    gate->opened_.wait_for(lock, std::chrono::seconds(30), [gate] { return gate->open_; });
+  }
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
+
+/// Two non-blocking streams on device 0, destroyed at the end of the test.
+struct TwoStreams {
+  TwoStreams() {
+    EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
+    EXPECT_EQ(cudaStreamCreateWithFlags(&home, cudaStreamNonBlocking), cudaSuccess);
+    EXPECT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  }
+  ~TwoStreams() {
+    (void)cudaStreamSynchronize(other);
+    (void)cudaStreamDestroy(home);
+    (void)cudaStreamDestroy(other);
+  }
+  cudaStream_t home = nullptr, other = nullptr;
+};
 
 TEST(CachingAllocatorSizeClass, RoundsUpToClassesWithBoundedWaste) {
   using loom_cuda::CachingAllocator;
@@ -53,6 +100,61 @@ TEST(CachingAllocator, ReusesFreedBlocksWithoutNewDeviceMallocs) {
   gpu.deallocate(nullptr);
 }
 
+TEST(CachingAllocator, BlockLastUsedOnAnotherStreamWaitsForThatUse) {
+  LOOM_SKIP_WITHOUT_CUDA();
+  TwoStreams streams;
+  const size_t bytes = size_t{1} << 20;
+  loom_cuda::CachingAllocator allocator;
+  allocator.set_default_stream(streams.home);
+  void* block = allocator.allocate(bytes);
+  ASSERT_NE(block, nullptr);
+  {
+    StreamGate gate(streams.other);
+    // The block's last use, on the other stream, stays queued behind the gate.
+    ASSERT_EQ(cudaMemsetAsync(block, 0, bytes, streams.other), cudaSuccess);
+    allocator.deallocate(block, streams.other);
+    EXPECT_EQ(allocator.pending_blocks(), 1u);
+    const uint64_t mallocs = allocator.device_mallocs();
+    void* meanwhile = allocator.allocate(bytes);
+    EXPECT_NE(meanwhile, block) << "handed out again while its last use on another stream was still queued";
+    EXPECT_EQ(allocator.device_mallocs(), mallocs + 1);
+    EXPECT_EQ(allocator.pending_blocks(), 1u);
+    gate.open();
+    ASSERT_EQ(cudaStreamSynchronize(streams.other), cudaSuccess);
+    // The event has completed: the block is back, without a new cudaMalloc.
+    void* after = allocator.allocate(bytes);
+    EXPECT_EQ(after, block) << "not reused once its last use had completed";
+    EXPECT_EQ(allocator.device_mallocs(), mallocs + 1);
+    EXPECT_EQ(allocator.pending_blocks(), 0u);
+    allocator.deallocate(meanwhile);
+    allocator.deallocate(after);  // freed on its own stream: no event
+    EXPECT_EQ(allocator.pending_blocks(), 0u);
+  }
+  // A block is handed out only for the stream it was allocated for: the other stream could run
+  // ahead of the home stream's last use.
+  void* on_other = allocator.allocate(bytes, streams.other);
+  EXPECT_NE(on_other, block);
+  EXPECT_EQ(allocator.allocate(bytes), block) << "the home stream's free block";
+  allocator.deallocate(on_other, streams.other);
+  allocator.deallocate(block);
+  EXPECT_EQ(allocator.pending_blocks(), 0u);
+  EXPECT_EQ(allocator.allocated_bytes(), 0u);
+}
+
+TEST(CachingAllocator, EmptyCacheWaitsForBlocksInFlightOnAnotherStream) {
+  LOOM_SKIP_WITHOUT_CUDA();
+  TwoStreams streams;
+  loom_cuda::CachingAllocator allocator;
+  allocator.set_default_stream(streams.home);
+  void* block = allocator.allocate(4096);
+  const size_t reserved = allocator.reserved_bytes();
+  ASSERT_EQ(cudaMemsetAsync(block, 1, 4096, streams.other), cudaSuccess);
+  allocator.deallocate(block, streams.other);
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.pending_blocks(), 0u);
+  EXPECT_EQ(allocator.reserved_bytes(), reserved - loom_cuda::CachingAllocator::size_class(4096));
+}
+
 TEST(CachingAllocator, ReportsOutOfMemoryAsLoomError) {
   LOOM_SKIP_WITHOUT_CUDA();
   loom_cuda::CudaBackend gpu(0, false);
@@ -77,7 +179,7 @@ TEST(CudaBackendConstruction, DeviceAndThreads) {
 }
 
 TEST(CudaBackendConstruction, NoDeviceIsAnUnsupportedError) {
-  if (no_device_reason().empty())
+  if (no_cuda_device_reason().empty())
     GTEST_SKIP() << "a CUDA device is present: this test covers machines without one";
   try {
     loom_cuda::CudaBackend gpu(0, false);

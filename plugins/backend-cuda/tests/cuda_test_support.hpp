@@ -1,5 +1,7 @@
-// Shared pieces of the backend/cuda tests: skipping without a GPU, host tensors of any float
-// dtype, device copies of them, seeded random data and a closeness check naming the worst element.
+// Shared pieces of the backend/cuda tests: skipping without a GPU (LOOM_SKIP_WITHOUT_CUDA, from
+// tests/gpu/gpu_requirement.hpp: a failure instead under LOOM_REQUIRE_GPU=1), host tensors of any
+// float dtype, device copies of them, seeded random data and a closeness check naming the worst
+// element.
 //
 // Every op test runs the same op on backend/cpu (CpuBackend(1), the reference) and on the GPU
 // from the same inputs and compares the results.
@@ -18,26 +20,12 @@
 
 #include "cpu_backend.hpp"
 #include "cuda_backend.hpp"
+#include "gpu_requirement.hpp"
 #include "loom/sdk/backend.hpp"
 
 namespace loom_cuda_test {
 
-/// Empty when a CUDA device is usable, else why not (the text GTEST_SKIP prints).
-inline std::string no_device_reason() {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();
-    return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status);
-  }
-  return count == 0 ? "cudaGetDeviceCount reports 0 devices" : "";
-}
-
-#define LOOM_SKIP_WITHOUT_CUDA()                                                 \
-  do {                                                                           \
-    const std::string loom_reason = ::loom_cuda_test::no_device_reason();        \
-    if (!loom_reason.empty()) GTEST_SKIP() << "no CUDA device: " << loom_reason; \
-  } while (0)
+using loom_gpu_test::no_cuda_device_reason;
 
 /// Host data of one dtype with a shape; values enter and leave as floats (or ints for i32/i64).
 struct HostTensor {

@@ -1,9 +1,11 @@
 // The built plugin through its C entry point (no host, no GPU needed): the descriptor names
 // backend/cuda at interface version 2, a dry run validates options without a device, unknown
-// options are refused, and without a GPU construction fails as "unsupported", never a crash.
+// options are refused (LOOM_CUDA_SYNC_CHECK too), and without a GPU construction fails as
+// "unsupported", never a crash.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -20,7 +22,11 @@ namespace {
 class PluginDescriptorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    handle_ = dlopen(LOOM_BACKEND_CUDA_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    // LOOM_BACKEND_CUDA_PLUGIN in the environment: the plugin of an installed tree instead of the
+    // build's (scripts/gpu-check runs this binary from an unpacked package).
+    const char* installed = std::getenv("LOOM_BACKEND_CUDA_PLUGIN");
+    handle_ = dlopen(installed != nullptr && *installed != '\0' ? installed : LOOM_BACKEND_CUDA_PLUGIN,
+                     RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
     const auto query = reinterpret_cast<const loom_plugin_desc* (*)()>(dlsym(handle_, "loom_plugin_query"));
     ASSERT_NE(query, nullptr);
@@ -77,10 +83,22 @@ TEST_F(PluginDescriptorTest, DryRunValidatesOptionsWithoutADevice) {
   EXPECT_NE(message.find("devise"), std::string::npos) << message;
   EXPECT_EQ(create("device = -2\n", true, message), LOOM_E_INVALID_CONFIG) << message;
   EXPECT_EQ(create("tf32 = 3\n", true, message), LOOM_E_INVALID_CONFIG) << message;
+  EXPECT_EQ(create("sync_check = true\n", true, message), LOOM_OK) << message;
+  EXPECT_EQ(create("sync_check = 1\n", true, message), LOOM_E_INVALID_CONFIG) << message;
+}
+
+TEST_F(PluginDescriptorTest, SyncCheckEnvironmentVariableIsValidated) {
+  std::string message;
+  setenv("LOOM_CUDA_SYNC_CHECK", "yes", 1);
+  EXPECT_EQ(create("", true, message), LOOM_E_INVALID_CONFIG) << message;
+  EXPECT_NE(message.find("LOOM_CUDA_SYNC_CHECK = \"yes\": use 1"), std::string::npos) << message;
+  setenv("LOOM_CUDA_SYNC_CHECK", "1", 1);
+  EXPECT_EQ(create("", true, message), LOOM_OK) << message;
+  unsetenv("LOOM_CUDA_SYNC_CHECK");
 }
 
 TEST_F(PluginDescriptorTest, WithoutAGpuConstructionIsUnsupported) {
-  if (no_device_reason().empty())
+  if (no_cuda_device_reason().empty())
     GTEST_SKIP() << "a CUDA device is present: this test covers machines without one";
   std::string message;
   EXPECT_EQ(create("", false, message), LOOM_E_UNSUPPORTED) << message;

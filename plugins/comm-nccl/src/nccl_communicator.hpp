@@ -1,9 +1,11 @@
 // communicator/nccl: collectives on device buffers through NCCL, one rank per GPU.
 //
 // Bootstrapped through MPI (communicator/mpi's class, which it extends): rank 0 creates the NCCL
-// unique id and broadcasts it over MPI, every rank selects GPU `local_rank % devices` and joins
-// the NCCL communicator. Device methods enqueue on the caller's (the GPU backend's) stream and
-// return at once; host-memory collectives are MPI's (with its timeout).
+// unique id and broadcasts it over MPI, every rank selects its GPU by backend/cuda's rule (the
+// launcher's local rank modulo the GPU count, ../../backend-cuda/src/device_placement.hpp) and
+// joins the NCCL communicator. Each device collective checks that its buffer is on that GPU. Device methods
+// enqueue on the caller's (the GPU backend's) stream and return at once; host-memory collectives are MPI's
+// (with its timeout).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,7 +27,8 @@ class NcclCommunicator final : public loom_mpi::MpiCommunicator {
   void device_all_gather(const void* send, size_t bytes, void* receive, void* stream) override;
 
  private:
-  void require_device(const char* what) const;
+  /// Throws unless the communicator is usable and `data` is device memory of this rank's GPU.
+  void require_device(const char* what, const void* data) const;
   ncclComm_t comm_ = nullptr;
   int device_ = -1;
 };

@@ -1,25 +1,33 @@
 // communicator/nccl on a GPU, one rank: device all-reduce, broadcast and all-gather through the
-// host, as a run uses it. Exits 77 (ctest: skipped) with the reason when no GPU is present.
+// host, as a run uses it; the GPU it binds is the one backend/cuda's rule picks; buffers not on
+// that GPU are refused. Exits 77 (ctest: skipped) with the reason when no GPU is present, 1 under
+// LOOM_REQUIRE_GPU=1 (tests/gpu/gpu_requirement.hpp).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <vector>
 
-#include "plugins/plugin_registry.hpp"
+#include "device_placement.hpp"
+#include "gpu_requirement.hpp"
 #include "loom/sdk/communicator2.hpp"
+#include "plugins/plugin_registry.hpp"
 
 namespace {
 
 loom::host::Component<loom::Communicator>& communicator() {
   static loom::host::Component<loom::Communicator> comm = [] {
     loom::host::PluginSearchOptions search;
-    search.directories = {LOOM_PLUGIN_DIR};
+    // LOOM_PLUGIN_DIR in the environment: an installed tree's plugins (scripts/gpu-check on an
+    // unpacked package) instead of the build's.
+    const char* installed = std::getenv("LOOM_PLUGIN_DIR");
+    search.directories = {installed != nullptr && *installed != '\0' ? installed : LOOM_PLUGIN_DIR};
     search.default_paths = false;
     search.environment = false;
     loom::host::PluginRegistry registry(search);
     const auto* entry = registry.find(LOOM_KIND_COMMUNICATOR, "nccl");
-    if (entry == nullptr) throw std::runtime_error("communicator/nccl not found in " LOOM_PLUGIN_DIR);
+    if (entry == nullptr) throw std::runtime_error("communicator/nccl not found in " + search.directories[0]);
     return registry.create<loom::Communicator>(*entry, {"communicator", "timeout_s = 60.0\n", "", "test:1:1"},
                                                false);
   }();
@@ -63,14 +71,35 @@ TEST(NcclCommunicator, DeviceCollectivesOnTheCallersStream) {
   cudaFree(device);
 }
 
+TEST(NcclCommunicator, BindsTheGpuBackendCudaWouldChoose) {
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  ASSERT_TRUE(comm2().device_buffers());  // constructed, so its device is current on this thread
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  const auto chosen =
+      loom_cuda::choose_device(loom_cuda::kDeviceFromLocalRank, loom_cuda::launcher_local_rank(), devices);
+  EXPECT_EQ(current, chosen.index) << "backend/cuda would take GPU " << chosen.index << " (" << chosen.why
+                                   << ")";
+}
+
+TEST(NcclCommunicator, RefusesABufferThatIsNotOnItsGpu) {
+  std::vector<float> host(1024, 1.0f);
+  try {
+    comm2().device_all_reduce(host.data(), host.size(), loom::DType::f32, loom::ReduceOp::sum, nullptr);
+    FAIL() << "a host buffer was handed to NCCL";
+  } catch (const loom::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backend/cuda and communicator/nccl must use the same GPU"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::cout << "SKIPPED: no CUDA GPU on this machine; communicator/nccl needs one\n";
-    return 77;
-  }
+  const std::string no_gpu = loom_gpu_test::no_cuda_device_reason();
+  if (!no_gpu.empty()) return loom_gpu_test::exit_status_without_gpu("communicator/nccl", no_gpu);
   ::testing::InitGoogleTest(&argc, argv);
   communicator();
   return RUN_ALL_TESTS();
