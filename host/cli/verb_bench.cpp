@@ -9,7 +9,8 @@
 // train.allreduce_post_accumulation); "communication" is then the time a step waited for gradients that
 // backward did not hide. On a backend whose memory the host cannot address (a GPU) the optimizer runs on host
 // copies as in `loom run` (host_mirror.hpp): "communication" includes the gradient download, "optimizer" the
-// weight upload. Rank 0 prints.
+// weight upload. Rank 0 prints. With --inference it measures inference requests instead: sequences/s
+// and latency percentiles per batch size, sequence length and precision (inference_bench.cpp).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
+#include "inference_bench.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "model/host_mirror.hpp"
 #include "model/model_setup.hpp"
@@ -42,6 +44,8 @@ struct BenchArguments {
   int steps = 20;
   int warmup = 3;
   bool json = false;
+  bool inference = false;
+  InferenceBenchArguments inference_args;
 };
 
 void bench(const GlobalOptions& options, const BenchArguments& a) {
@@ -189,11 +193,20 @@ void register_bench_verb(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<BenchArguments>();
   auto* verb = app.add_subcommand("bench", "measure training and inference throughput of a recipe");
   add_recipe_arguments(*verb, args->recipe);
-  verb->add_option("--steps", args->steps, "timed steps")->check(CLI::Range(1, 100000));
+  verb->add_option("--steps", args->steps, "timed steps (with --inference: timed requests per row)")
+      ->check(CLI::Range(1, 100000));
   verb->add_option("--warmup", args->warmup, "untimed steps first")->check(CLI::Range(0, 1000));
   verb->add_flag("--json", args->json, "print JSON");
+  CLI::Option* inference =
+      verb->add_flag("--inference", args->inference, "measure inference throughput and latency instead");
+  add_inference_bench_options(*verb, inference, args->inference_args);
   add_plugin_flags(*verb, options);
-  verb->callback([&options, args] { bench(options, *args); });
+  verb->callback([&options, args] {
+    if (args->inference)
+      run_inference_bench(options, args->recipe, args->inference_args, args->steps, args->warmup, args->json);
+    else
+      bench(options, *args);
+  });
 }
 
 const VerbRegistration registration(&register_bench_verb);

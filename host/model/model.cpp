@@ -304,6 +304,17 @@ loom::Tensor Model::output(const std::string& name) const {
   return loom::Tensor{};
 }
 
+std::vector<loom::BlockOutput> Model::head_outputs() const {
+  return blocks_.back().block.call([](loom::Block& head) {
+    std::vector<loom::BlockOutput> outputs;
+    for (size_t i = 0; i < head.output_count(); ++i) {
+      const loom::BlockOutput out = head.output(i);
+      if (out.value.defined()) outputs.push_back(out);
+    }
+    return outputs;
+  });
+}
+
 std::vector<CheckpointTensor> Model::checkpoint_tensors(float* host_master) const {
   std::vector<CheckpointTensor> tensors;
   for (const auto& entry : table_.entries())

@@ -85,6 +85,9 @@ class Model {
   /// A named output of any block after forward ("mlm_loss", "seq_relationship_logits", ...);
   /// an undefined view when no block has it.
   loom::Tensor output(const std::string& name) const;
+  /// Every named output of the head (the last block) that the last forward defined: what an
+  /// inference client reads back ("start_logits" and "end_logits", "logits", ...).
+  std::vector<loom::BlockOutput> head_outputs() const;
 
   /// Every parameter as a view into `host_master`, a HOST array of total_elements() floats in the
   /// master layout (for checkpoints; HostMirror of master() gives one on any backend).

@@ -5,8 +5,8 @@
 # bf16-mixed and fp16-mixed, with dropout on, `loom run` on it must match backend/cpu bit for bit:
 # every logged loss and grad norm, the eval record, and the bytes of model.safetensors and
 # optimizer.safetensors at steps 10 and 20. A run killed while writing its step-20 checkpoint and
-# resumed with --resume auto must end identically; `loom eval` of a checkpoint, `loom bench` and
-# `loom debug-step --backend cpu-opaque` must run and agree with backend/cpu.
+# resumed with --resume auto must end identically; `loom eval` of a checkpoint, `loom bench` (training
+# and --inference) and `loom debug-step --backend cpu-opaque` must run and agree with backend/cpu.
 # With MPI (WITH_MPI = ON), 2-rank runs on both backends must agree too.
 # Usage: device_memory_test.sh LOOM FIXTURE_PLUGIN_DIR SOURCE_DIR WITH_MPI
 set -uo pipefail
@@ -92,6 +92,10 @@ done
 "$loom" bench "$work/opaque-fp32.toml" --steps 3 --warmup 1 --json > "$work/bench.json" 2> "$work/bench.log" \
   || { cat "$work/bench.log"; fail "bench on backend/cpu-opaque"; }
 grep -q '"train_sequences_per_second"' "$work/bench.json" || fail "bench printed no throughput"
+# The inference bench reads the head's outputs back from device memory (fp32 and bf16 models).
+"$loom" bench "$work/opaque-fp32.toml" --inference --batch-sizes 2 --seq-lengths 16 --steps 2 --warmup 1 --json \
+  > "$work/inference.json" 2> "$work/inference.log" || { cat "$work/inference.log"; fail "bench --inference on backend/cpu-opaque"; }
+[ "$(grep -c '"sequences_per_second"' "$work/inference.json")" -eq 2 ] || fail "bench --inference printed no fp32 and bf16 rows"
 
 # 5. `loom debug-step` (weights in, gradients out) on both backends: identical outputs.
 parity=$src/tests/fixtures/parity/h36-heads3-erf-pad
