@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
     return report("error: ", e.what(), host::kExitUsage);
   } catch (const host::RunDirectoryInUse& e) {
     return report("error: ", e.what(), host::kExitUsage);
+  } catch (const host::InputError& e) {
+    return report("error: ", e.what(), host::kExitUsage);
   } catch (const host::PluginLoadError& e) {
     return report("error: plugin ", e.what(), host::kExitPluginLoad);
   } catch (const host::PluginError& e) {

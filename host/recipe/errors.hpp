@@ -36,6 +36,13 @@ class RunDirectoryInUse : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A data file named on the command line is malformed (e.g. `loom score`'s inputs): exit 2; the
+/// message names the file, where in it, and what was expected.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Problems in a recipe or in component options; each line is "file:line:col: key: message".
 class RecipeError : public std::runtime_error {
  public:
