@@ -33,7 +33,9 @@ void register_run_verb(CLI::App& app, GlobalOptions& options) {
   verb->add_flag("--headless", *headless,
                  "cluster/batch mode: one plain timestamped key=value line per log step, no colour");
   verb->add_option("--listen", *listen,
-                   "stream metrics to loom-dash on HOST:PORT (port 0: any free port); overrides [metrics] listen");
+                   "stream metrics to loom-dash on HOST:PORT (port 0: any free port); overrides [metrics] listen. "
+                   "Clients must send the token the run writes, owner-only, to its run directory: "
+                   "loom-dash --attach runs/NAME");
   add_plugin_flags(*verb, options);
   verb->callback([&options, args, resume, quiet, headless, listen] {
     if (*headless) spdlog::set_pattern("%Y-%m-%dT%H:%M:%S %l %v");

@@ -50,7 +50,8 @@ void write_all(int fd, const std::byte* data, std::size_t size, const std::files
 
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+void write_file_atomically(const std::filesystem::path& path, std::span<const std::byte> bytes,
+                           std::filesystem::perms permissions) {
   std::filesystem::path directory = path.parent_path();
   if (directory.empty()) directory = ".";
   // mkstemp gives a unique name, so concurrent writers of one target never share a temp file.
@@ -63,9 +64,10 @@ void write_file_atomically(const std::filesystem::path& path, std::span<const st
   const std::filesystem::path temporary = pattern;
   try {
     write_all(file.get(), bytes.data(), bytes.size(), temporary);
-    // mkstemp creates 0600; checkpoints are meant to be shared. (Reading the umask would mean
-    // changing it, which races with other threads.)
-    if (::fchmod(file.get(), 0644) != 0) fail(temporary, "fchmod", errno);
+    // mkstemp creates 0600; checkpoints are meant to be shared (kSharedFile). (Reading the umask
+    // would mean changing it, which races with other threads.)
+    if (::fchmod(file.get(), static_cast<mode_t>(permissions & std::filesystem::perms::mask)) != 0)
+      fail(temporary, "fchmod", errno);
     if (::fsync(file.get()) != 0) fail(temporary, "fsync", errno);
     if (::close(file.release()) != 0) fail(temporary, "close", errno);
     if (::rename(temporary.c_str(), path.c_str()) != 0) fail(path, "rename from the temporary file", errno);
@@ -77,8 +79,9 @@ void write_file_atomically(const std::filesystem::path& path, std::span<const st
   if (dir.get() < 0 || ::fsync(dir.get()) != 0) fail(directory, "fsync of the directory", errno);
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view text) {
-  write_file_atomically(path, std::as_bytes(std::span<const char>(text.data(), text.size())));
+void write_file_atomically(const std::filesystem::path& path, std::string_view text,
+                           std::filesystem::perms permissions) {
+  write_file_atomically(path, std::as_bytes(std::span<const char>(text.data(), text.size())), permissions);
 }
 
 }  // namespace loom::host

@@ -1,6 +1,8 @@
 // Atomic file replacement: the bytes go to a temporary file in the target's directory, are
 // fsync'ed, then renamed over the target and the directory is fsync'ed, so a reader (or a crash)
-// sees either the old file or the complete new one, never a half-written file.
+// sees either the old file or the complete new one, never a half-written file. The temporary file
+// is created owner-only (mkstemp), so a file meant to stay private (0600) is never readable by
+// others, not even while it is written.
 #pragma once
 
 #include <cstddef>
@@ -10,11 +12,19 @@
 
 namespace loom::host {
 
-/// Writes `bytes` to `path` atomically; throws std::runtime_error naming the path and the
-/// failing system call (with errno text).
-void write_file_atomically(const std::filesystem::path& path, std::span<const std::byte> bytes);
+/// Mode of the files written here unless asked otherwise: rw-r--r--.
+inline constexpr std::filesystem::perms kSharedFile = std::filesystem::perms::owner_read |
+                                                      std::filesystem::perms::owner_write |
+                                                      std::filesystem::perms::group_read |
+                                                      std::filesystem::perms::others_read;
+
+/// Writes `bytes` to `path` atomically with mode `permissions`; throws std::runtime_error naming
+/// the path and the failing system call (with errno text).
+void write_file_atomically(const std::filesystem::path& path, std::span<const std::byte> bytes,
+                           std::filesystem::perms permissions = kSharedFile);
 
 /// Text convenience overload.
-void write_file_atomically(const std::filesystem::path& path, std::string_view text);
+void write_file_atomically(const std::filesystem::path& path, std::string_view text,
+                           std::filesystem::perms permissions = kSharedFile);
 
 }  // namespace loom::host

@@ -1,8 +1,10 @@
-// The metrics stream's TCP server; see metrics_server.hpp for the threading and dropping rules.
+// The metrics stream's TCP server; see metrics_server.hpp for the threading, dropping and
+// admission rules.
 #include "metrics/metrics_server.hpp"
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -15,16 +17,22 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "metrics/metrics_stream_credentials.hpp"
+#include "metrics/metrics_stream_protocol.hpp"
+#include "recipe/run_settings.hpp"
+
 namespace loom::host {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Line = std::shared_ptr<const std::string>;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
 constexpr size_t kMaxRequestBytes = 64 * 1024;  // a client line longer than this is an error
 constexpr size_t kLinesPerWrite = 512;          // gathered into one async_write
 constexpr int kSocketSendBuffer = 64 * 1024;
+constexpr double kRefusalLogBurst = 10;         // refusal lines logged at once before one a second
 
 Line make_line(const nlohmann::json& message) {
   return std::make_shared<const std::string>(protocol_line(message));
@@ -43,36 +51,59 @@ double thread_cpu_seconds() {
   return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
 }
 
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 // Adds the wall time of its scope to a nanosecond counter.
 class ScopedNanoseconds {
  public:
-  explicit ScopedNanoseconds(std::atomic<uint64_t>& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  explicit ScopedNanoseconds(std::atomic<uint64_t>& total) : total_(total), start_(Clock::now()) {}
   ~ScopedNanoseconds() {
-    total_ += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
+    total_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count());
   }
 
  private:
   std::atomic<uint64_t>& total_;
-  std::chrono::steady_clock::time_point start_;
+  Clock::time_point start_;
 };
 
+const char* const kAuthFirst = "this stream requires a token: send {\"type\":\"auth\",\"token\":...} first";
+
 }  // namespace
+
+MetricsStreamSettings metrics_stream_settings(const RunSettings& run) {
+  MetricsStreamSettings s;
+  s.listen = run.metrics_listen;
+  s.token = run.metrics_token;
+  s.client_queue = run.metrics_client_queue;
+  s.run_directory = run.run_directory();
+  s.max_clients = run.metrics_max_clients;
+  s.auth_timeout_seconds = run.metrics_auth_timeout_s;
+  s.max_requests_per_second = run.metrics_max_requests_per_s;
+  return s;
+}
 
 struct MetricsServer::Impl {
   // One client; touched only on the stream thread.
   struct Connection : std::enable_shared_from_this<Connection> {
-    explicit Connection(tcp::socket s) : socket(std::move(s)), input(kMaxRequestBytes) {}
+    Connection(tcp::socket s, double request_allowance)
+        : socket(std::move(s)), input(kMaxRequestBytes), deadline(socket.get_executor()),
+          allowance(request_allowance), last_request(Clock::now()) {}
     tcp::socket socket;
     asio::streambuf input;
+    asio::steady_timer deadline;    // for the auth line
     std::string peer;
-    bool admitted = false;          // token accepted (or none required): receives the stream
+    bool admitted = false;          // token accepted: receives the stream
     bool closing = false;           // close once everything queued is written
     std::deque<Line> backlog;       // hello + history at admission: sent first, never dropped
     std::deque<Line> live;          // live records and replies: bounded, oldest dropped
     uint64_t dropped_unreported = 0;
     std::vector<Line> in_flight;    // the lines of the current async_write
+    double allowance;               // requests it may still send now (refilled at the request rate)
+    Clock::time_point last_request;
   };
+  enum class Refusal { token, over_cap, silent };
 
   MetricsStreamSettings settings;
   RunControl& control;
@@ -80,14 +111,21 @@ struct MetricsServer::Impl {
   tcp::acceptor acceptor{io};
   std::thread thread;
   std::string endpoint_text;
+  bool credentials_written = false;
 
   // Stream thread only.
   Line hello;                // hello_json as a line; reset when the step moves
   nlohmann::json hello_json;
   std::vector<Line> history;
   std::set<std::shared_ptr<Connection>> connections;
+  std::deque<std::shared_ptr<Connection>> waiting;  // not yet authenticated, oldest first
+  size_t admitted_clients = 0;
+  double refusal_log_allowance = kRefusalLogBurst;
+  Clock::time_point refusal_log_time = Clock::now();
+  uint64_t refusals_not_logged = 0;
 
-  std::atomic<uint64_t> training_ns{0}, records{0}, dropped{0}, clients{0}, refused{0};
+  std::atomic<uint64_t> training_ns{0}, records{0}, dropped{0}, clients{0}, refused_token{0}, refused_over_cap{0},
+      refused_silent{0}, disconnected{0}, peak_connections{0};
   std::atomic<size_t> open_connections{0};
   std::atomic<bool> stopped{false};
   std::atomic<bool> finishing{false};  // set on the stream thread once shutdown began there
@@ -95,10 +133,20 @@ struct MetricsServer::Impl {
 
   Impl(const MetricsStreamSettings& s, RunControl& c) : settings(s), control(c) {}
 
+  double request_burst() const { return std::max(1.0, settings.max_requests_per_second); }
+
   void accept() {
     acceptor.async_accept([this](const boost::system::error_code& error, tcp::socket socket) {
-      if (error) return;  // closed by shutdown
-      auto connection = std::make_shared<Connection>(std::move(socket));
+      if (error) {
+        // Closed by shutdown; anything else (out of file descriptors) is retried a little later.
+        if (error == asio::error::operation_aborted || !acceptor.is_open()) return;
+        auto pause = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(100));
+        pause->async_wait([this, pause](const boost::system::error_code&) {
+          if (acceptor.is_open()) accept();
+        });
+        return;
+      }
+      auto connection = std::make_shared<Connection>(std::move(socket), request_burst());
       boost::system::error_code ignored;
       const auto remote = connection->socket.remote_endpoint(ignored);
       connection->peer = fmt::format("{}:{}", remote.address().to_string(), remote.port());
@@ -109,14 +157,40 @@ struct MetricsServer::Impl {
       connections.insert(connection);
       open_connections = connections.size();
       ++clients;
-      if (settings.token.empty()) admit(connection);
+      await_token(connection);
+      peak_connections = std::max<uint64_t>(peak_connections, admitted_clients + waiting.size());
       read(connection);
       accept();
     });
   }
 
+  // A new connection must authenticate within the deadline. At most max_clients wait at once: the
+  // oldest makes room, so silent connections cannot keep the owner out (its dashboard sends the
+  // token as soon as it connects).
+  void await_token(const std::shared_ptr<Connection>& c) {
+    while (waiting.size() >= std::max<size_t>(1, settings.max_clients)) {
+      const std::shared_ptr<Connection> oldest = waiting.front();  // a copy: refuse() erases it from `waiting`
+      refuse(oldest, Refusal::over_cap,
+             fmt::format("too many connections awaiting authentication (at most {}, [metrics] max_clients)",
+                         settings.max_clients));
+    }
+    waiting.push_back(c);
+    c->deadline.expires_after(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(settings.auth_timeout_seconds)));
+    c->deadline.async_wait([this, weak = std::weak_ptr<Connection>(c)](const boost::system::error_code& error) {
+      const auto connection = weak.lock();
+      if (error || !connection || connection->admitted || connection->closing) return;
+      refuse(connection, Refusal::silent,
+             fmt::format("no token within {:g} s ([metrics] auth_timeout_s); {}", settings.auth_timeout_seconds,
+                         kAuthFirst));
+    });
+  }
+
   void admit(const std::shared_ptr<Connection>& c) {
+    std::erase(waiting, c);
+    c->deadline.cancel();
     c->admitted = true;
+    ++admitted_clients;
     if (!hello) hello = make_line(hello_json);  // "step" is the run's current step
     c->backlog.push_back(hello);
     c->backlog.insert(c->backlog.end(), history.begin(), history.end());
@@ -126,9 +200,11 @@ struct MetricsServer::Impl {
   void read(const std::shared_ptr<Connection>& c) {
     asio::async_read_until(c->socket, c->input, '\n', [this, c](const boost::system::error_code& error, size_t) {
       if (error) {
-        if (error == asio::error::not_found) send_and_close(c, "request line longer than 64 KiB");
-        else close(c);
-        return;
+        if (error != asio::error::not_found || c->closing) return close(c);
+        if (!c->admitted) return refuse(c, Refusal::token, kAuthFirst);
+        ++disconnected;
+        log_refusal(c->peer, "disconnected: a request line longer than 64 KiB");
+        return send_and_close(c, "request line longer than 64 KiB");
       }
       std::istream in(&c->input);
       std::string line;
@@ -140,19 +216,22 @@ struct MetricsServer::Impl {
 
   void handle(const std::shared_ptr<Connection>& c, const ClientMessage& message) {
     if (!c->admitted) {
-      if (message.kind == ClientMessage::Kind::auth && same_token(message.token, settings.token)) {
-        admit(c);
-        return;
-      }
-      ++refused;
-      const bool absent = message.kind != ClientMessage::Kind::auth;
-      spdlog::warn("metrics stream: refused {} ({} token)", c->peer, absent ? "no" : "wrong");
-      send_and_close(c, absent ? "this stream requires a token: send {\"type\":\"auth\",\"token\":...} first"
-                               : "wrong token");
-      return;
+      if (message.kind != ClientMessage::Kind::auth) return refuse(c, Refusal::token, kAuthFirst);
+      if (!same_token(message.token, settings.token)) return refuse(c, Refusal::token, "wrong token");
+      if (admitted_clients >= settings.max_clients)
+        return refuse(c, Refusal::over_cap,
+                      fmt::format("too many clients: {} are attached ([metrics] max_clients)", admitted_clients));
+      return admit(c);
+    }
+    if (!within_request_rate(*c)) {
+      ++disconnected;
+      const std::string why =
+          fmt::format("more than {:g} requests a second ([metrics] max_requests_per_s)", settings.max_requests_per_second);
+      log_refusal(c->peer, "disconnected: " + why);
+      return send_and_close(c, why);
     }
     switch (message.kind) {
-      case ClientMessage::Kind::auth: return;  // already admitted (or no token required)
+      case ClientMessage::Kind::auth: return;  // already admitted
       case ClientMessage::Kind::invalid: queue(c, make_line(make_error_message(message.error))); return;
       case ClientMessage::Kind::control: break;
     }
@@ -164,6 +243,47 @@ struct MetricsServer::Impl {
         if (auto connection = weak.lock()) queue(connection, line);
       });
     });
+  }
+
+  // A token bucket: bursts of up to max_requests_per_second, refilled at that rate.
+  bool within_request_rate(Connection& c) {
+    const Clock::time_point now = Clock::now();
+    c.allowance = std::min(request_burst(),
+                           c.allowance + settings.max_requests_per_second * seconds_between(c.last_request, now));
+    c.last_request = now;
+    if (c.allowance < 1) return false;
+    c.allowance -= 1;
+    return true;
+  }
+
+  void refuse(const std::shared_ptr<Connection>& c, Refusal reason, const std::string& why) {
+    std::erase(waiting, c);
+    c->deadline.cancel();
+    switch (reason) {
+      case Refusal::token: ++refused_token; break;
+      case Refusal::over_cap: ++refused_over_cap; break;
+      case Refusal::silent: ++refused_silent; break;
+    }
+    log_refusal(c->peer, why);
+    send_and_close(c, why);
+  }
+
+  // A flood of refused connections must not flood the run's log: ten lines at once, then one a
+  // second, each saying how many were not logged since the previous one.
+  void log_refusal(const std::string& peer, const std::string& why) {
+    const Clock::time_point now = Clock::now();
+    refusal_log_allowance = std::min(kRefusalLogBurst, refusal_log_allowance + seconds_between(refusal_log_time, now));
+    refusal_log_time = now;
+    if (refusal_log_allowance < 1) {
+      ++refusals_not_logged;
+      return;
+    }
+    refusal_log_allowance -= 1;
+    const std::string not_logged =
+        refusals_not_logged > 0 ? fmt::format(" ({} more refusals since the previous line, not logged)", refusals_not_logged)
+                                : "";
+    spdlog::warn("metrics stream: refused {} ({}){}", peer, why, not_logged);
+    refusals_not_logged = 0;
   }
 
   void queue(const std::shared_ptr<Connection>& c, Line line) {
@@ -202,23 +322,25 @@ struct MetricsServer::Impl {
     });
   }
 
+  // The error line is all a refused client ever receives; then the connection closes.
   void send_and_close(const std::shared_ptr<Connection>& c, const std::string& message) {
-    c->admitted = true;  // so the error line is queued
     c->backlog.clear();
     c->live.clear();
-    queue(c, make_line(make_error_message(message)));
-    c->closing = true;
-    c->admitted = false;
+    c->dropped_unreported = 0;
+    c->closing = true;  // queue() adds nothing more; write() closes once the error line is out
+    c->live.push_back(make_line(make_error_message(message)));
     write(c);
   }
 
   void close(const std::shared_ptr<Connection>& c) {
     boost::system::error_code ignored;
+    c->deadline.cancel();
     if (c->socket.is_open()) {
       c->socket.shutdown(tcp::socket::shutdown_both, ignored);
       c->socket.close(ignored);
     }
-    connections.erase(c);
+    std::erase(waiting, c);
+    if (connections.erase(c) > 0 && c->admitted) --admitted_clients;
     open_connections = connections.size();
   }
 
@@ -228,33 +350,42 @@ struct MetricsServer::Impl {
       hello.reset();
     }
     history.push_back(line);
-    for (const auto& c : connections) queue(c, line);
+    for (const auto& c : connections)
+      if (c->admitted) queue(c, line);
   }
 };
 
 MetricsServer::MetricsServer(const MetricsStreamSettings& settings, RunControl& control)
     : impl_(std::make_unique<Impl>(settings, control)) {
+  Impl& impl = *impl_;
+  if (impl.settings.token.empty()) impl.settings.token = random_stream_token();
   const StreamAddress address = parse_stream_address(settings.listen);
   try {
-    tcp::resolver resolver(impl_->io);
+    tcp::resolver resolver(impl.io);
     const auto endpoints = resolver.resolve(address.host, std::to_string(address.port),
                                             tcp::resolver::numeric_service | tcp::resolver::passive);
     const tcp::endpoint endpoint = endpoints.begin()->endpoint();
-    impl_->acceptor.open(endpoint.protocol());
-    impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
-    impl_->acceptor.bind(endpoint);
-    impl_->acceptor.listen();
+    impl.acceptor.open(endpoint.protocol());
+    impl.acceptor.set_option(tcp::acceptor::reuse_address(true));
+    impl.acceptor.bind(endpoint);
+    impl.acceptor.listen();
   } catch (const boost::system::system_error& e) {
     throw std::runtime_error(fmt::format("[metrics] listen = \"{}\": cannot listen there: {}", settings.listen,
                                          e.code().message()));
   }
-  const tcp::endpoint bound = impl_->acceptor.local_endpoint();
-  impl_->endpoint_text = bound.address().is_v6() ? fmt::format("[{}]:{}", bound.address().to_string(), bound.port())
-                                                 : fmt::format("{}:{}", bound.address().to_string(), bound.port());
-  impl_->thread = std::thread([impl = impl_.get()] {
-    auto guard = asio::make_work_guard(impl->io);
-    impl->io.run();
-    impl->stream_cpu_seconds = thread_cpu_seconds();
+  const tcp::endpoint bound = impl.acceptor.local_endpoint();
+  impl.endpoint_text = bound.address().is_v6() ? fmt::format("[{}]:{}", bound.address().to_string(), bound.port())
+                                                : fmt::format("{}:{}", bound.address().to_string(), bound.port());
+  if (!settings.run_directory.empty()) {
+    write_stream_credentials(settings.run_directory, impl.endpoint_text, impl.settings.token);
+    impl.credentials_written = true;
+    spdlog::info("metrics stream: token in {} (readable by its owner only); attach with: loom-dash --attach {}",
+                 (settings.run_directory / kStreamTokenFile).string(), settings.run_directory.string());
+  }
+  impl.thread = std::thread([&impl] {
+    auto guard = asio::make_work_guard(impl.io);
+    impl.io.run();
+    impl.stream_cpu_seconds = thread_cpu_seconds();
   });
 }
 
@@ -264,6 +395,10 @@ MetricsServer::~MetricsServer() {
 
 std::string MetricsServer::local_endpoint() const {
   return impl_->endpoint_text;
+}
+
+const std::string& MetricsServer::token() const {
+  return impl_->settings.token;
 }
 
 void MetricsServer::on_start(const nlohmann::json& hello) {
@@ -301,19 +436,31 @@ void MetricsServer::shutdown() {
     for (const auto& c : open) impl.write(c);  // closes the idle ones, the busy ones after their last write
   });
   // Clients that keep up get everything; a stalled client is cut off after the grace period.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (std::chrono::steady_clock::now() < deadline &&
-         (impl.open_connections > 0 || !impl.finishing))
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  while (Clock::now() < deadline && (impl.open_connections > 0 || !impl.finishing))
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   impl.io.stop();
   impl.thread.join();
+  if (impl.credentials_written) remove_stream_credentials(impl.settings.run_directory);
+  const Statistics s = statistics();
+  if (s.refused > 0 || s.disconnected > 0)
+    spdlog::warn("metrics stream: refused {} connections ({} without the right token, {} over [metrics] "
+                 "max_clients, {} silent past [metrics] auth_timeout_s), cut off {} clients for too many or "
+                 "too long requests; at most {} connections were open at once",
+                 s.refused, s.refused_token, s.refused_over_cap, s.refused_silent, s.disconnected,
+                 s.peak_connections);
 }
 
 MetricsServer::Statistics MetricsServer::statistics() const {
   const Impl& impl = *impl_;
   Statistics s;
   s.clients = impl.clients;
-  s.refused = impl.refused;
+  s.refused_token = impl.refused_token;
+  s.refused_over_cap = impl.refused_over_cap;
+  s.refused_silent = impl.refused_silent;
+  s.refused = s.refused_token + s.refused_over_cap + s.refused_silent;
+  s.disconnected = impl.disconnected;
+  s.peak_connections = impl.peak_connections;
   s.records = impl.records;
   s.dropped = impl.dropped;
   s.training_thread_seconds = 1e-9 * static_cast<double>(impl.training_ns.load());

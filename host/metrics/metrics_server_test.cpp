@@ -1,49 +1,31 @@
-// MetricsServer over real loopback sockets: hello and history on connect, live records, tokens
-// refused, a stalled client's oldest records dropped (and counted to it) without slowing the
-// publisher, control commands acknowledged to the client that sent them.
+// MetricsServer over real loopback sockets: hello and history on connect, live records, a stalled
+// client's oldest records dropped (and counted to it) without slowing the publisher, control
+// commands acknowledged to the client that sent them. (Who is admitted, and the bounds against
+// misbehaving clients: metrics_server_admission_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
-#include <boost/asio.hpp>
-
 #include "metrics/metrics_server.hpp"
+#include "metrics/metrics_stream_protocol.hpp"
+#include "metrics/metrics_stream_test_client.hpp"
 
 namespace loom::host {
 namespace {
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
+using stream_test::StreamTestClient;
 
 nlohmann::json record(uint64_t step) {
   return {{"type", "train"}, {"step", step}, {"loss", 10.0 / static_cast<double>(step + 1)}};
 }
 
-// A blocking line client.
-class Client {
+// A client that has sent the server's token.
+class Client : public StreamTestClient {
  public:
-  explicit Client(const std::string& endpoint, int receive_buffer = 0) {
-    const StreamAddress address = parse_stream_address(endpoint);
-    socket_.open(tcp::v4());
-    if (receive_buffer > 0) socket_.set_option(asio::socket_base::receive_buffer_size(receive_buffer));
-    socket_.connect({asio::ip::make_address(address.host), address.port});
+  Client(const MetricsServer& server, int receive_buffer = 0) : StreamTestClient(server.local_endpoint(), receive_buffer) {
+    send(make_auth_message(server.token()));
   }
-  void send(const nlohmann::json& message) { asio::write(socket_, asio::buffer(protocol_line(message))); }
-  /// The next line as JSON; null at end of stream.
-  nlohmann::json next() {
-    boost::system::error_code error;
-    asio::read_until(socket_, buffer_, '\n', error);
-    if (error && buffer_.size() == 0) return nullptr;
-    std::istream in(&buffer_);
-    std::string line;
-    std::getline(in, line);
-    return nlohmann::json::parse(line);
-  }
-
- private:
-  asio::io_context io_;
-  tcp::socket socket_{io_};
-  asio::streambuf buffer_;
+  nlohmann::json next() { return next_or_timeout(30); }
 };
 
 nlohmann::json hello() {
@@ -55,7 +37,7 @@ TEST(MetricsServer, NewClientGetsHelloHistoryThenLiveRecords) {
   MetricsServer server({"127.0.0.1:0", "", 64}, control);
   server.on_start(hello());
   for (uint64_t step = 1; step <= 3; ++step) server.on_record(record(step));
-  Client client(server.local_endpoint());
+  Client client(server);
   const nlohmann::json greeting = client.next();
   EXPECT_EQ(greeting["type"], "hello");
   EXPECT_EQ(greeting["step"], 3) << "the hello names the current step";
@@ -69,40 +51,11 @@ TEST(MetricsServer, NewClientGetsHelloHistoryThenLiveRecords) {
   EXPECT_EQ(server.statistics().records, 4u);
 }
 
-TEST(MetricsServer, WrongOrAbsentTokenIsRefusedAndTheRightOneAdmitted) {
-  RunControl control;
-  MetricsServer server({"127.0.0.1:0", "s3cret", 64}, control);
-  server.on_start(hello());
-  server.on_record(record(1));
-
-  Client wrong(server.local_endpoint());
-  wrong.send(make_auth_message("guess"));
-  const nlohmann::json refused = wrong.next();
-  EXPECT_EQ(refused["type"], "error");
-  EXPECT_EQ(refused["message"], "wrong token");
-  EXPECT_TRUE(wrong.next().is_null()) << "a refused client is disconnected";
-
-  Client absent(server.local_endpoint());
-  absent.send(make_control_message(RunCommand::stop, 1));
-  const nlohmann::json needs_token = absent.next();
-  EXPECT_EQ(needs_token["type"], "error");
-  EXPECT_NE(needs_token["message"].get<std::string>().find("requires a token"), std::string::npos);
-  EXPECT_TRUE(absent.next().is_null());
-
-  Client right(server.local_endpoint());
-  right.send(make_auth_message("s3cret"));
-  EXPECT_EQ(right.next()["type"], "hello");
-  EXPECT_EQ(right.next()["step"], 1);
-  EXPECT_EQ(server.statistics().refused, 2u);
-  // The refused stop never reached the run.
-  EXPECT_FALSE(control.at_step_boundary(1).stop);
-}
-
 TEST(MetricsServer, StalledClientLosesOldestRecordsAndIsToldWithoutSlowingThePublisher) {
   RunControl control;
   MetricsServer server({"127.0.0.1:0", "", 32}, control);
   server.on_start(hello());
-  Client stalled(server.local_endpoint(), 4096);
+  Client stalled(server, 4096);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // admitted before the flood
   const std::string padding(900, 'x');
   const int count = 20000;  // ~18 MB: far beyond the socket buffers
@@ -137,7 +90,7 @@ TEST(MetricsServer, ControlIsAppliedAtABoundaryAndAcknowledgedToItsSender) {
   RunControl control;
   MetricsServer server({"127.0.0.1:0", "", 64}, control);
   server.on_start(hello());
-  Client client(server.local_endpoint());
+  Client client(server);
   EXPECT_EQ(client.next()["type"], "hello");
   client.send(make_control_message(RunCommand::checkpoint_now, 5));
   RunControl::Boundary boundary;

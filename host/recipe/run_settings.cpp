@@ -71,6 +71,11 @@ const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers()
          s.metrics_listen = o.get<std::string>("listen", "");
          s.metrics_token = o.get<std::string>("token", "");
          s.metrics_client_queue = count(o, "client_queue", s.metrics_client_queue, 1);
+         s.metrics_max_clients = static_cast<uint64_t>(
+             o.get<int64_t>("max_clients", static_cast<int64_t>(s.metrics_max_clients), loom::Range{1, 10000}));
+         s.metrics_auth_timeout_s = o.get<double>("auth_timeout_s", s.metrics_auth_timeout_s, loom::Range{0.01, 3600});
+         s.metrics_max_requests_per_s =
+             o.get<double>("max_requests_per_s", s.metrics_max_requests_per_s, loom::Range{0.01, 1e6});
          const std::string problem = metrics_listen_problem(s.metrics_listen, s.metrics_token);
          if (!problem.empty()) o.fail("listen", problem);
        }},

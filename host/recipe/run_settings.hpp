@@ -35,8 +35,11 @@ struct RunSettings {
   std::string init_from;  ///< [model] init_from: a checkpoint (or model) directory, "" for none
 
   std::string metrics_listen;            ///< [metrics] listen: "host:port" of the metrics stream, "" for off
-  std::string metrics_token;             ///< [metrics] token clients must send (required beyond loopback)
+  std::string metrics_token;             ///< [metrics] token clients must send ("": a random one per run)
   uint64_t metrics_client_queue = 4096;  ///< [metrics] client_queue: live records buffered per client
+  uint64_t metrics_max_clients = 8;      ///< [metrics] max_clients: admitted clients at once
+  double metrics_auth_timeout_s = 5;     ///< [metrics] auth_timeout_s: seconds a client has to send the token
+  double metrics_max_requests_per_s = 20;  ///< [metrics] max_requests_per_s: per client, or it is disconnected
 
   /// runs/<name> (output_dir/name), relative paths as given.
   std::filesystem::path run_directory() const { return std::filesystem::path(output_dir) / name; }
