@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Makes an installed Loom tree relocatable and self-contained: copies every shared library that
-# bin/loom and lib/loom/plugins/*.so load (ldd's transitive closure), except glibc's and the C++
-# runtime's, into lib/loom/lib/, and points the RUNPATHs there relative to $ORIGIN:
+# bin/loom, lib/loom/plugins/*.so and lib/loom/gpu-check/* load (ldd's transitive closure), except
+# glibc's and the C++ runtime's, into lib/loom/lib/, and points the RUNPATHs there relative to
+# $ORIGIN:
 #   bin/loom                    -> $ORIGIN/../lib/loom/lib
 #   lib/loom/plugins/*.so       -> $ORIGIN/../lib
+#   lib/loom/gpu-check/*        -> $ORIGIN/../lib  (the GPU check's test programs, when built)
 #   lib/loom/lib/*.so*          -> $ORIGIN  (DT_RUNPATH is not inherited by a library's own deps)
 # Why glibc and libstdc++/libgcc_s stay out: docs/decisions/sdk-packaging.md.
 # Usage: bundle-libraries.sh INSTALL_ROOT   (needs ldd and patchelf)
@@ -17,7 +19,10 @@ mkdir -p "$bundle"
 # (the C++ runtime, which plugins must share with the host).
 system_library='^(linux-vdso\.so|ld-linux-x86-64\.so|libc\.so|libm\.so|libmvec\.so|libdl\.so|libpthread\.so|librt\.so|libresolv\.so|libutil\.so|libanl\.so|libnsl\.so|libstdc\+\+\.so|libgcc_s\.so)'
 
-mapfile -t elves < <(printf '%s\n' "$root/bin/loom"; find "$root/lib/loom/plugins" -name 'libloom-*.so' | sort)
+mapfile -t plugins < <(find "$root/lib/loom/plugins" -name 'libloom-*.so' | sort)
+# The GPU check's test programs (packaging/gpu_check_kit.cmake), when the build has them.
+mapfile -t kit < <(find "$root/lib/loom/gpu-check" -type f 2>/dev/null | sort)
+elves=("$root/bin/loom" "${plugins[@]}" "${kit[@]}")
 declare -A copied=()
 for elf in "${elves[@]}"; do
   while read -r name arrow path _; do
@@ -33,6 +38,6 @@ done
 
 for lib in "$bundle"/*; do patchelf --set-rpath '$ORIGIN' "$lib"; done
 patchelf --set-rpath '$ORIGIN/../lib/loom/lib' "$root/bin/loom"
-for plugin in "${elves[@]:1}"; do patchelf --set-rpath '$ORIGIN/../lib' "$plugin"; done
+for elf in "${plugins[@]}" "${kit[@]}"; do patchelf --set-rpath '$ORIGIN/../lib' "$elf"; done
 echo "bundle-libraries: ${#copied[@]} libraries into $bundle:"
 for name in $(printf '%s\n' "${!copied[@]}" | sort); do echo "  $name (${copied[$name]})"; done

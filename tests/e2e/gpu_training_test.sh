@@ -10,23 +10,31 @@
 #      agree with the uninterrupted run within 1e-4 relative.
 # Usage: gpu_training_test.sh LOOM COMPARE_PARITY SOURCE_DIR [BACKEND]. BACKEND defaults to cuda;
 # passing cpu runs the same script against the CPU (a check of the script itself). Exit 77 (CTest:
-# skipped) with the reason printed when the backend cannot run here (no GPU).
+# skipped) with the reason printed when the backend cannot run here (no GPU); exit 1 instead under
+# LOOM_REQUIRE_GPU=1 (tests/gpu/gpu_requirement.sh).
 set -uo pipefail
 loom=$1
 compare=$2
 src=$3
 device=${4:-cuda}
-source "$(dirname "$0")/train_fixture.sh"
+source "$(dirname "$0")/../gpu/gpu_requirement.sh"
 tiny="$src/configs/models/bert-tiny.json"
 
-write_recipe probe 1 1 8
-probe=$("$loom" run "$work/probe.toml" --set backend.component="$device" 2>&1)
-if [ $? -ne 0 ]; then
-  if grep -q "unsupported\|no CUDA device\|not available" <<< "$probe"; then
-    echo "SKIP: backend/$device cannot run here: $(tail -1 <<< "$probe")"; exit 77
+# Can backend/$device run here? One debug-step on the first parity fixture (no data needed), before
+# any shard is made, so a machine without a GPU skips (or, under LOOM_REQUIRE_GPU=1, fails) at once.
+probe=$(mktemp -d /tmp/loom-gpu-probe-XXXXXX)
+first_fixture=$(ls -d "$src"/tests/fixtures/parity/*/ | head -1)
+if ! "$loom" debug-step --model-config "$first_fixture/config.json" --weights "$first_fixture/model.safetensors" \
+    --batch "$first_fixture/batch.json" --out "$probe/out.json" --grads "$probe/grads.safetensors" \
+    --precision fp32 --backend "$device" > "$probe/log" 2>&1; then
+  if grep -q "unsupported\|no CUDA device\|not available" "$probe/log"; then
+    reason=$(tail -1 "$probe/log"); rm -rf "$probe"
+    gpu_unavailable "backend/$device cannot run here: $reason"
   fi
-  echo "$probe"; echo "FAIL: probe run on backend/$device"; exit 1
+  cat "$probe/log"; rm -rf "$probe"; echo "FAIL: probe debug-step on backend/$device"; exit 1
 fi
+rm -rf "$probe"
+source "$(dirname "$0")/train_fixture.sh"
 
 # 1. Parity with PyTorch through debug-step.
 for fixture in "$src"/tests/fixtures/parity/*/; do

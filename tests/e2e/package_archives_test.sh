@@ -55,5 +55,34 @@ env -i PATH=/usr/bin:/bin HOME="$work" "$root/bin/loom" plugins > "$work/plugins
   { cat "$work/plugins.txt"; fail "the unpacked loom plugins failed"; }
 grep -q "$root/lib/loom/plugins/libloom-datasets.so" "$work/plugins.txt" || fail "unpacked loom does not find its plugins"
 
+# With backend/cuda: the GPU check and what it runs (packaging/gpu_check_kit.cmake), its programs
+# loading only the archive's libraries; on a machine without a GPU its --allow-no-gpu run, which
+# runs the test programs' GPU-free tests against the packaged plugin.
+if [ -f "$root/lib/loom/plugins/libloom-backend-cuda.so" ]; then
+  for path in lib/loom/gpu-check/loom_backend_cuda_tests lib/loom/gpu-check/loom_parity_compare \
+              share/loom/scripts/gpu-check share/loom/scripts/bench/compare-pytorch-cuda \
+              share/loom/scripts/bench/pytorch_bert_train.py share/loom/tests/e2e/gpu_training_test.sh \
+              share/loom/tests/gpu/gpu_requirement.sh share/loom/tests/parity/run_parity.sh \
+              share/loom/tests/fixtures/train/micro-bert.json; do
+    [ -e "$root/$path" ] || fail ".tar.gz lacks $path"
+  done
+  for elf in "$root"/lib/loom/gpu-check/*; do
+    [ "$(patchelf --print-rpath "$elf")" = '$ORIGIN/../lib' ] || fail "$elf RUNPATH"
+    ldd "$elf" | grep -q "not found" && fail "$elf has an unresolved dependency"
+  done
+  if ! { command -v nvidia-smi > /dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }; then
+    env -i PATH=/usr/bin:/bin HOME="$work" "$root/share/loom/scripts/gpu-check" "$work/gpu-check" --allow-no-gpu \
+      > "$work/gpu-check.log" 2>&1 || { cat "$work/gpu-check.log"; fail "the unpacked gpu-check --allow-no-gpu"; }
+    /usr/bin/python3 - "$work/gpu-check/summary.json" <<'PY' || fail "the unpacked gpu-check's summary"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["layout"] == "package", s["layout"]
+assert s["parts"]["gpu_tests"]["passed"] > 0 and s["parts"]["gpu_tests"]["failed"] == 0, s["parts"]["gpu_tests"]
+assert s["ok"], s
+PY
+    echo "unpacked gpu-check --allow-no-gpu: $(tail -1 "$work/gpu-check/summary.txt" 2>/dev/null)"
+  fi
+fi
+
 if [ $failures -gt 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "ok: .deb with generated Depends, self-contained relocatable .tar.gz"
