@@ -20,8 +20,9 @@ device=${4:-cuda}
 source "$(dirname "$0")/../gpu/gpu_requirement.sh"
 tiny="$src/configs/models/bert-tiny.json"
 
-# Can backend/$device run here? One debug-step on the first parity fixture (no data needed), before
-# any shard is made, so a machine without a GPU skips (or, under LOOM_REQUIRE_GPU=1, fails) at once.
+# Does backend/$device work on this machine? One debug-step on the first parity fixture (no data
+# needed), before any shard is made, so a machine without a GPU skips (or, under
+# LOOM_REQUIRE_GPU=1, fails) at once.
 probe=$(mktemp -d /tmp/loom-gpu-probe-XXXXXX)
 first_fixture=$(ls -d "$src"/tests/fixtures/parity/*/ | head -1)
 if ! "$loom" debug-step --model-config "$first_fixture/config.json" --weights "$first_fixture/model.safetensors" \
