@@ -31,7 +31,7 @@ class StreamGate {
   static void CUDART_CB wait(void* self) {
     auto* gate = static_cast<StreamGate*>(self);
     std::unique_lock<std::mutex> lock(gate->mutex_);
-    gate->opened_.wait_for(lock, std::chrono::seconds(30), [gate] { return gate->open_; });
+    gate->opened_.wait_for(lock, std::chrono::seconds(10), [gate] { return gate->open_; });
   }
   std::mutex mutex_;
   std::condition_variable opened_;
