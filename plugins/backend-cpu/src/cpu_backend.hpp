@@ -14,6 +14,7 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom_backend/argument_checks.hpp"
 
@@ -24,7 +25,10 @@ using loom_backend::ArgumentChecks;
 
 class OneDnnGemm;
 
-class CpuBackend final : public loom::Backend, public loom::FusedAttention, public loom::DeviceDescription {
+class CpuBackend final : public loom::Backend,
+                         public loom::FusedAttention,
+                         public loom::DeviceDescription,
+                         public loom::OptimizerSteps {
  public:
   /// Reads options `threads` (default: every core this process may use) and `fused_attention`
   /// (default false: the reference attention op is exact but slower than the GEMM path here).
@@ -105,6 +109,24 @@ class CpuBackend final : public loom::Backend, public loom::FusedAttention, publ
                           const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
                           const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                           const loom::Tensor& delta) override;
+
+  // OptimizerSteps (named interface; optimizer_steps.cpp): the passes of plugins/optimizer-passes,
+  // bit for bit what the host optimizers of plugins/optim compute.
+  loom::OptimizerPlan* create_plan(const loom::OptimizerSegment* segments, size_t count,
+                                   size_t total_elements) override;
+  void destroy_plan(loom::OptimizerPlan* plan) override;
+  void gradient_norm(loom::OptimizerPlan& plan, const loom::Tensor& grads,
+                     const loom::Tensor& nonfinite_flag) override;
+  void adamw_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
+                  const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq, const loom::GradientScaling& scaling,
+                  const loom::AdamConstants& constants, double lr) override;
+  void lamb_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
+                 const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq, const loom::GradientScaling& scaling,
+                 const loom::AdamConstants& constants, double lr) override;
+  void sgd_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
+                const loom::Tensor& momentum_buffer, const loom::GradientScaling& scaling,
+                const loom::SgdConstants& constants, double lr) override;
+  loom::OptimizerStepReport read_report(const loom::OptimizerPlan& plan) override;
 
  private:
   /// Argument checks for `op` that require views in CPU memory.

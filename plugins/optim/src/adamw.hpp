@@ -11,6 +11,8 @@ class AdamW final : public FlatOptimizer {
   explicit AdamW(loom::ComponentContext& context);
   loom::OptimizerStepResult step(float* params, const float* grads,
                                  const loom::OptimizerStepArgs& args) override;
+  void step_on_backend(const loom::Tensor& params, const loom::Tensor& grads,
+                       const loom::OptimizerStepArgs& args) override;
 
  private:
   double beta1_;

@@ -1,11 +1,12 @@
-// FlatOptimizer: shared options, setup, state tensors and deterministic norms. See flat_optimizer.hpp.
+// FlatOptimizer: shared options, setup, state tensors, deterministic norms and the backend path.
+// See flat_optimizer.hpp.
 #include "flat_optimizer.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "lane_sums.hpp"
+#include "loom_optimizer/gradient_norm.hpp"
 
 namespace loom_optim {
 namespace {
@@ -16,6 +17,15 @@ double read_non_negative(loom::Options& options, const char* key, double fallbac
   const double value = options.get<double>(key, fallback, loom::Range{0.0, kInfinity});
   if (!std::isfinite(value)) options.fail(key, "must be a finite number");
   return value;
+}
+
+void check_step_args(const loom::OptimizerStepArgs& args, const char* call) {
+  if (!std::isfinite(args.lr) || args.lr < 0)
+    throw loom::Error(std::string(call) + ": learning rate " + std::to_string(args.lr) +
+                      " is not a finite number >= 0");
+  if (!std::isfinite(args.grad_scale) || args.grad_scale <= 0)
+    throw loom::Error(std::string(call) + ": grad_scale " + std::to_string(args.grad_scale) +
+                      " is not a finite number > 0 (it is 1 / the loss scale)");
 }
 
 }  // namespace
@@ -46,11 +56,23 @@ FlatOptimizer::FlatOptimizer(loom::ComponentContext& context, const SharedDefaul
   runner_ = BlockRunner(static_cast<unsigned>(options.get<int>("threads", 0, loom::Range{0, 1024})));
 }
 
+FlatOptimizer::~FlatOptimizer() {
+  if (plan_ != nullptr) passes_->destroy_plan(plan_);
+}
+
 void FlatOptimizer::setup(const loom::ParameterSegment* segments, size_t count, size_t total_elements) {
   if (ready_) throw loom::Error("optimizer setup() called twice");
   table_ = SegmentTable(segments, count, total_elements, no_decay_);
+  pass_segments_.clear();
+  for (size_t s = 0; s < table_.size(); ++s) {
+    const float decay = table_[s].decays ? static_cast<float>(weight_decay_) : 0.0f;
+    const bool trust = trust_ratio_ == TrustRatio::every_segment ||
+                       (trust_ratio_ == TrustRatio::decayed_segments && decay != 0.0f);
+    pass_segments_.push_back({table_[s].offset, table_[s].count, decay, trust ? 1 : 0});
+  }
+  blocks_ = loom_optimizer::cut_into_blocks(pass_segments_);
   state_.assign(state_names_.size(), std::vector<float>(total_elements, 0.0f));
-  block_sums_.assign(table_.blocks().size(), 0.0);
+  block_sums_.assign(blocks_.size(), 0.0);
   ready_ = true;
 }
 
@@ -61,61 +83,49 @@ bool FlatOptimizer::segment_decays(size_t index) const {
   return table_[index].decays;
 }
 
-float FlatOptimizer::segment_weight_decay(size_t index) const {
-  return table_[index].decays ? static_cast<float>(weight_decay_) : 0.0f;
-}
-
-void FlatOptimizer::block_sums_of_squares(const float* data) const {
-  const auto& blocks = table_.blocks();
-  runner_.run(blocks.size(), table_.total_elements(), [&](size_t b) {
-    block_sums_[b] = sum_of_squares(data + blocks[b].begin, blocks[b].end - blocks[b].begin);
-  });
-}
-
-double FlatOptimizer::total_of_block_sums() const {
-  double total = 0.0;
-  for (double partial : block_sums_) total += partial;
-  return total;
+double FlatOptimizer::sum_squares_by_block(const float* x) const {
+  return loom_optimizer::sum_squares_by_block(for_each_block(), blocks_, x, block_sums_);
 }
 
 double FlatOptimizer::global_norm(const float* grads, double grad_scale) const {
   if (!ready_) throw loom::Error("global_norm() before setup()");
-  block_sums_of_squares(grads);
-  return norm_from_block_sums(grad_scale);
+  return loom_optimizer::unscaled_norm(sum_squares_by_block(grads), grad_scale);
 }
 
 void FlatOptimizer::segment_norms(const float* data, double* norms) const {
   if (!ready_) throw loom::Error("segment_norms() before setup()");
-  block_sums_of_squares(data);
+  sum_squares_by_block(data);
   std::fill(norms, norms + table_.size(), 0.0);
-  const auto& blocks = table_.blocks();
-  for (size_t b = 0; b < blocks.size(); ++b) norms[blocks[b].segment] += block_sums_[b];
+  for (size_t b = 0; b < blocks_.size(); ++b) norms[blocks_[b].segment] += block_sums_[b];
   for (size_t s = 0; s < table_.size(); ++s) norms[s] = std::sqrt(norms[s]);
 }
 
 loom::OptimizerStateTensor FlatOptimizer::state_tensor(size_t index) {
   if (!ready_) throw loom::Error("state_tensor() before setup()");
-  if (index >= state_.size())
+  if (index >= state_names_.size())
     throw loom::Error("state tensor index " + std::to_string(index) + " out of range (" +
-                      std::to_string(state_.size()) + " tensors)");
+                      std::to_string(state_names_.size()) + " tensors)");
+  if (backend_ != nullptr)
+    throw loom::Error(
+        "state_tensor(): the optimizer state lives in backend memory since attach(); "
+        "read it through BackendOptimizer::backend_state()");
   return {state_names_[index], state_[index].data(), state_[index].size()};
 }
 
 void FlatOptimizer::reset_state() {
   for (auto& tensor : state_) std::fill(tensor.begin(), tensor.end(), 0.0f);
+  for (const loom::Tensor& view : backend_views_) backend_->zero(view);
   steps_ = 0;
 }
 
 void FlatOptimizer::check_step(const float* params, const float* grads,
                                const loom::OptimizerStepArgs& args) const {
   if (!ready_) throw loom::Error("step() before setup()");
+  if (backend_ != nullptr)
+    throw loom::Error("step(): the optimizer runs on the backend since attach(); call step_on_backend()");
   if (table_.total_elements() > 0 && (params == nullptr || grads == nullptr))
     throw loom::Error("step(): parameter or gradient buffer is null");
-  if (!std::isfinite(args.lr) || args.lr < 0)
-    throw loom::Error("step(): learning rate " + std::to_string(args.lr) + " is not a finite number >= 0");
-  if (!std::isfinite(args.grad_scale) || args.grad_scale <= 0)
-    throw loom::Error("step(): grad_scale " + std::to_string(args.grad_scale) +
-                      " is not a finite number > 0 (it is 1 / the loss scale)");
+  check_step_args(args, "step()");
 }
 
 void FlatOptimizer::check_finite_norm(double grad_norm, bool weights_changed) const {
@@ -127,14 +137,52 @@ void FlatOptimizer::check_finite_norm(double grad_norm, bool weights_changed) co
                                        : "the weights were left unchanged"));
 }
 
-double FlatOptimizer::clip_grad_norm_divisor(double grad_norm) const {
-  if (max_grad_norm_ <= 0) return 1.0;
-  const double divisor = (grad_norm + 1e-6) / max_grad_norm_;
-  return divisor > 1.0 ? divisor : 1.0;
+// ---- the backend path ---------------------------------------------------------------------------
+
+void FlatOptimizer::attach(loom::Backend& backend, loom::OptimizerSteps& steps) {
+  if (!ready_) throw loom::Error("attach() before setup()");
+  if (backend_ != nullptr) throw loom::Error("attach() called twice");
+  const size_t total = table_.total_elements();
+  passes_ = &steps;
+  plan_ = steps.create_plan(pass_segments_.data(), pass_segments_.size(), total);
+  backend_state_.reserve(state_.size());
+  for (std::vector<float>& host : state_) {
+    loom::Buffer& buffer = backend_state_.emplace_back(backend, total * sizeof(float));
+    backend_views_.push_back(buffer.view(loom::DType::f32, {static_cast<int64_t>(total)}));
+    backend.copy_from_host(buffer.data(), host.data(), total * sizeof(float));
+    std::vector<float>().swap(host);  // the host copy is no longer the state
+  }
+  backend_ = &backend;
 }
 
-double FlatOptimizer::norm_from_block_sums(double grad_scale) const {
-  return std::sqrt(total_of_block_sums()) * grad_scale;
+void FlatOptimizer::inspect_gradients(const loom::Tensor& grads, const loom::Tensor& nonfinite_flag) {
+  if (backend_ == nullptr) throw loom::Error("inspect_gradients() before attach()");
+  passes_->gradient_norm(*plan_, grads, nonfinite_flag);
+  gradients_inspected_ = true;
+}
+
+void FlatOptimizer::check_backend_step(const loom::OptimizerStepArgs& args) {
+  if (backend_ == nullptr) throw loom::Error("step_on_backend() before attach()");
+  if (!gradients_inspected_)
+    throw loom::Error(
+        "step_on_backend(): inspect_gradients() did not run since the last update, so the "
+        "global gradient norm on the backend is not this step's");
+  check_step_args(args, "step_on_backend()");
+  gradients_inspected_ = false;
+}
+
+loom::OptimizerStepResult FlatOptimizer::read_last_result() {
+  if (backend_ == nullptr) throw loom::Error("read_last_result() before attach()");
+  const loom::OptimizerStepReport report = passes_->read_report(*plan_);
+  return {report.grad_norm, report.clip_divisor, steps_};
+}
+
+loom::BackendStateTensor FlatOptimizer::backend_state(size_t index) {
+  if (backend_ == nullptr) throw loom::Error("backend_state() before attach()");
+  if (index >= backend_views_.size())
+    throw loom::Error("state tensor index " + std::to_string(index) + " out of range (" +
+                      std::to_string(backend_views_.size()) + " tensors)");
+  return {state_names_[index], backend_views_[index]};
 }
 
 }  // namespace loom_optim

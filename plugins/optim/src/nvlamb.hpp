@@ -2,7 +2,7 @@
 // formulas and the choices behind them).
 #pragma once
 
-#include <vector>
+#include "loom_optimizer/adam_passes.hpp"
 
 #include "flat_optimizer.hpp"
 
@@ -13,19 +13,19 @@ class NvLamb final : public FlatOptimizer {
   explicit NvLamb(loom::ComponentContext& context);
   loom::OptimizerStepResult step(float* params, const float* grads,
                                  const loom::OptimizerStepArgs& args) override;
+  void step_on_backend(const loom::Tensor& params, const loom::Tensor& grads,
+                       const loom::OptimizerStepArgs& args) override;
 
  private:
+  /// The f32 constants of the step about to be taken (t = successful_steps + 1).
+  loom::AdamConstants constants() const;
+  loom::GradientScaling scaling(double grad_scale) const;
+
   double beta1_;
   double beta2_;
   double eps_;
   bool bias_correction_;
-  bool trust_ratio_on_no_decay_;
-  // Per work block: Σ w² and Σ u² of stage 1.
-  std::vector<double> weight_sums_;
-  std::vector<double> update_sums_;
-  // Per segment: the step size of stage 2 (lr or lr·‖w‖/‖u‖) and whether stage 2 applies.
-  std::vector<float> step_sizes_;
-  std::vector<char> uses_trust_ratio_;
+  loom_optimizer::LambScratch scratch_;
 };
 
 }  // namespace loom_optim

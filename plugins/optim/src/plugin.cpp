@@ -1,4 +1,6 @@
-// The optim plugin: optimizers over the flat parameter buffer and learning-rate schedules.
+// The optim plugin: optimizers over the flat parameter buffer and learning-rate schedules. Every
+// optimizer also runs on a backend that offers the OptimizerSteps family (BackendOptimizer).
+#include "loom/sdk/backend_optimizer.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom/sdk/optimizer.hpp"
 #include "loom/sdk/schedule.hpp"
@@ -10,10 +12,13 @@
 
 LOOM_PLUGIN("optim", "0.1.0", "Optimizers over the flat parameter buffer and learning-rate schedules",
             loom::component<loom::Optimizer, loom_optim::NvLamb>(
-                "nvlamb", "0.1.0", "LAMB with global grad-norm pre-normalisation (NVIDIA BERT)"),
+                "nvlamb", "0.1.0", "LAMB with global grad-norm pre-normalisation (NVIDIA BERT)",
+                loom::offers<loom::BackendOptimizer>{}),
             loom::component<loom::Optimizer, loom_optim::AdamW>("adamw", "0.1.0",
-                                                                "fused AdamW, decoupled weight decay"),
-            loom::component<loom::Optimizer, loom_optim::Sgd>("sgd", "0.1.0", "SGD with momentum / Nesterov"),
+                                                                "fused AdamW, decoupled weight decay",
+                                                                loom::offers<loom::BackendOptimizer>{}),
+            loom::component<loom::Optimizer, loom_optim::Sgd>("sgd", "0.1.0", "SGD with momentum / Nesterov",
+                                                              loom::offers<loom::BackendOptimizer>{}),
             loom::component<loom::Schedule, loom_optim::PolyWarmup>(
                 "poly-warmup", "0.1.0", "linear warm-up, then polynomial decay to 0 (pretraining)"),
             loom::component<loom::Schedule, loom_optim::LinearWarmup>(

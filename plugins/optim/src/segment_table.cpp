@@ -1,4 +1,4 @@
-// SegmentTable: validation, decay resolution and block partition. See segment_table.hpp.
+// SegmentTable: validation and decay resolution. See segment_table.hpp.
 #include "segment_table.hpp"
 
 #include <algorithm>
@@ -62,12 +62,6 @@ SegmentTable::SegmentTable(const loom::ParameterSegment* segments, size_t count,
       throw loom::Error("optimizer setup: segments '" + segments_[previous].name + "' and '" + s.name +
                         "' overlap in the flat buffers");
     previous = index;
-  }
-
-  for (uint32_t i = 0; i < segments_.size(); ++i) {
-    const ResolvedSegment& s = segments_[i];
-    for (size_t begin = s.offset; begin < s.offset + s.count; begin += kBlockElements)
-      blocks_.push_back({i, begin, std::min(begin + kBlockElements, s.offset + s.count)});
   }
 }
 

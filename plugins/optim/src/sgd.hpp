@@ -11,8 +11,13 @@ class Sgd final : public FlatOptimizer {
   explicit Sgd(loom::ComponentContext& context);
   loom::OptimizerStepResult step(float* params, const float* grads,
                                  const loom::OptimizerStepArgs& args) override;
+  void step_on_backend(const loom::Tensor& params, const loom::Tensor& grads,
+                       const loom::OptimizerStepArgs& args) override;
 
  private:
+  /// The f32 constants of the step about to be taken.
+  loom::SgdConstants constants() const;
+
   double momentum_;
   double dampening_;
   bool nesterov_;

@@ -6,18 +6,22 @@
 // Every policy skips a step whose gradients are not finite (the optimizer is not called, the
 // schedule does not advance, `skipped_steps` grows). fp32 and bf16-mixed cannot cure overflow by
 // rescaling, so after `max_consecutive_skips` skipped steps in a row they stop with a diagnosis;
-// fp16-mixed stops when an overflow happens at its minimum loss scale.
+// fp16-mixed stops when an overflow happens at its minimum loss scale. Every policy also decides
+// from a flag in backend memory (loom::BackendPrecision), which the backend path of the trainer
+// uses instead of any_nonfinite on host copies: the same decision, read with one 4-byte copy.
 #pragma once
 
+#include "loom/sdk/backend_precision.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom/sdk/precision.hpp"
 
+#include "backend_flag.hpp"
 #include "dynamic_loss_scaler.hpp"
 
 namespace loom_precision {
 
 /// fp32 and bf16-mixed: loss scale 1.
-class UnscaledPrecision : public loom::Precision {
+class UnscaledPrecision : public loom::Precision, public loom::BackendPrecision {
  public:
   UnscaledPrecision(loom::ComponentContext& context, loom::ComputeDType dtype);
 
@@ -26,6 +30,9 @@ class UnscaledPrecision : public loom::Precision {
   double loss_scale() const override { return 1.0; }
   bool any_nonfinite(const float* data, size_t count) const override;
   loom::PrecisionDecision after_backward(bool found_nonfinite) override;
+  loom::PrecisionDecision after_backward_from_flag(loom::Backend& backend, const loom::Tensor& flag) override {
+    return after_backward(read_nonfinite_flag(backend, flag));
+  }
   uint64_t skipped_steps() const override { return skipped_steps_; }
   loom::LossScalerState state() const override;
   void restore_state(const loom::LossScalerState& state) override;
@@ -49,7 +56,7 @@ class Bf16MixedPrecision final : public UnscaledPrecision {
       : UnscaledPrecision(context, loom::ComputeDType::bf16) {}
 };
 
-class Fp16MixedPrecision final : public loom::Precision {
+class Fp16MixedPrecision final : public loom::Precision, public loom::BackendPrecision {
  public:
   explicit Fp16MixedPrecision(loom::ComponentContext& context);
 
@@ -59,6 +66,9 @@ class Fp16MixedPrecision final : public loom::Precision {
   bool any_nonfinite(const float* data, size_t count) const override;
   loom::PrecisionDecision after_backward(bool found_nonfinite) override {
     return scaler_.after_backward(found_nonfinite);
+  }
+  loom::PrecisionDecision after_backward_from_flag(loom::Backend& backend, const loom::Tensor& flag) override {
+    return after_backward(read_nonfinite_flag(backend, flag));
   }
   uint64_t skipped_steps() const override { return scaler_.state().skipped_steps; }
   loom::LossScalerState state() const override { return scaler_.state(); }
