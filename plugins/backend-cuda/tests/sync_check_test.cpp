@@ -19,9 +19,10 @@ namespace {
   loom_cuda::CudaBackend gpu(0, false);
   gpu.set_sync_check(sync_check);
   const int64_t shape[] = {int64_t{1} << 20};
+  // An address no allocation has, on purpose.
+  void* unmapped = reinterpret_cast<void*>(uintptr_t{0x1000});  // NOLINT(performance-no-int-to-ptr)
   const loom::Tensor bogus =
-      loom::Tensor::contiguous(reinterpret_cast<void*>(uintptr_t{0x1000}), loom::DType::f32, shape, 1,
-                               loom::Device{loom::DeviceType::cuda, 0});
+      loom::Tensor::contiguous(unmapped, loom::DType::f32, shape, 1, loom::Device{loom::DeviceType::cuda, 0});
   try {
     gpu.fill(bogus, 1.0);
     gpu.synchronize();
