@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "metrics/metrics_log.hpp"
+#include "plot_table.hpp"
 #include "smoothing.hpp"
 
 namespace loom::dash {
@@ -13,18 +14,11 @@ namespace {
 
 using loom::host::RunCommand;
 
-const ImU32 kBlue = IM_COL32(90, 170, 255, 255), kOrange = IM_COL32(255, 160, 60, 255),
-            kGreen = IM_COL32(110, 210, 120, 255), kPink = IM_COL32(240, 100, 170, 255),
-            kRed = IM_COL32(255, 80, 80, 255), kYellow = IM_COL32(240, 220, 90, 255);
+ImU32 im_color(PlotColor color) { return IM_COL32(color.r, color.g, color.b, 255); }
 
-PlotSpec plot_spec(std::string title, std::string y_label, bool log2_y, std::vector<PlotLine> lines) {
-  PlotSpec spec;
-  spec.title = std::move(title);
-  spec.y_label = std::move(y_label);
-  spec.log2_y = log2_y;
-  spec.lines = std::move(lines);
-  return spec;
-}
+// Pixels between grid cells: ImGui's item spacing across (8); down, its 4 plus slack, which keeps
+// the last row clear of the window's bottom edge.
+constexpr float kPlotGap = 8;
 
 void heading(const char* text) {
   ImGui::Spacing();
@@ -40,18 +34,18 @@ void Dashboard::update(double now) {
   for (const auto& message : messages) history_.ingest(message, now);
 }
 
-PlotLine Dashboard::line(const char* label, const char* field, ImU32 color, bool smooth, bool points) {
+PlotLine Dashboard::line(const PlotLineEntry& entry) {
   PlotLine out;
-  out.label = label;
-  out.color = color;
-  out.points = points;
-  const auto it = history_.series.find(field);
+  out.label = entry.label;
+  out.color = im_color(entry.color);
+  out.points = entry.points;
+  const auto it = history_.series.find(entry.field);
   if (it == history_.series.end()) return out;
   out.series = &it->second;
   out.values = &it->second.value;
-  if (!smooth || smoothing_ <= 0) return out;
+  if (!entry.smooth || smoothing_ <= 0) return out;
   // Smoothed once per new record or slider move, not per frame (200,000-point series).
-  Smoothed& cached = smoothed_[field];
+  Smoothed& cached = smoothed_[entry.field];
   if (cached.points != it->second.value.size() || cached.weight != smoothing_) {
     cached.values = smooth_ema(it->second.value, smoothing_);
     cached.points = it->second.value.size();
@@ -59,6 +53,26 @@ PlotLine Dashboard::line(const char* label, const char* field, ImU32 color, bool
   }
   out.values = &cached.values;
   return out;
+}
+
+PlotSpec Dashboard::plot_spec(const PlotEntry& entry) {
+  PlotSpec spec;
+  spec.title = entry.title;
+  spec.y_label = entry.y_label;
+  spec.log2_y = entry.log2_y;
+  for (size_t i = 0; i < entry.line_count(); ++i) spec.lines.push_back(line(entry.lines[i]));
+  switch (entry.marks) {
+    case PlotMarks::none:
+      break;
+    case PlotMarks::skipped_steps:
+      spec.tick_marks = &history_.skipped_steps;
+      break;
+  }
+  if (entry.marks != PlotMarks::none) {
+    spec.tick_label = entry.marks_label;
+    spec.tick_color = im_color(entry.marks_color);
+  }
+  return spec;
 }
 
 void Dashboard::draw(double now) {
@@ -187,22 +201,14 @@ void Dashboard::draw_controls_panel() {
 }
 
 void Dashboard::draw_plots(ImVec2 size) {
-  PlotSpec loss = plot_spec("loss", "loss", false, {line("total", "loss", kBlue), line("MLM", "mlm_loss", kOrange), line("NSP", "nsp_loss", kGreen),
-                 line("eval", "eval_loss", kYellow, false, true)});
-  PlotSpec scale = plot_spec("loss scale (log2 axis)", "scale", true, {line("loss scale", "loss_scale", kPink, false)});
-  scale.tick_marks = &history_.skipped_steps;
-  scale.tick_label = "| skipped step";
-  scale.tick_color = kRed;
-  PlotSpec lr = plot_spec("learning rate", "lr", false, {line("lr", "lr", kGreen, false)});
-  PlotSpec grad = plot_spec("gradient norm", "norm", false, {line("grad norm", "grad_norm", kOrange)});
-  PlotSpec sequences = plot_spec("throughput: sequences/s", "seq/s", false, {line("sequences/s", "sequences_per_second", kBlue)});
-  PlotSpec tokens = plot_spec("throughput: tokens/s", "tok/s", false, {line("tokens/s", "tokens_per_second", kYellow)});
-  const PlotSpec* grid[] = {&loss, &scale, &lr, &grad, &sequences, &tokens};
-  const ImVec2 cell{(size.x - 8) / 2, (size.y - 16) / 3};
+  constexpr PlotGrid grid = plot_grid(kPlotCount);
+  const ImVec2 cell{plot_cell_extent(size.x, grid.columns, kPlotGap),
+                    plot_cell_extent(size.y, grid.rows, kPlotGap)};
   placed_.clear();
-  for (int i = 0; i < 6; ++i) {
-    if (i % 2 == 1) ImGui::SameLine();
-    placed_.push_back({grid[i]->title, draw_plot(grid[i]->title.c_str(), *grid[i], view_, cell)});
+  for (size_t i = 0; i < kPlotCount; ++i) {
+    const PlotSpec spec = plot_spec(kPlots[i]);
+    if (grid.cell(i).column > 0) ImGui::SameLine();
+    placed_.push_back({spec.title, draw_plot(spec.title.c_str(), spec, view_, cell)});
   }
 }
 

@@ -1,6 +1,6 @@
 // Dashboard: loom-dash's window contents — the panels on the left (run info, per-rank step time,
-// alerts, controls with confirmation, smoothing) and the grid of plots — drawn from a RunHistory
-// each frame.
+// alerts, controls with confirmation, smoothing) and the grid of plots (kPlots, plot_table.hpp) —
+// drawn from a RunHistory each frame.
 #pragma once
 
 #include <map>
@@ -9,6 +9,7 @@
 
 #include "alert_rules.hpp"
 #include "plot.hpp"
+#include "plot_table.hpp"
 #include "run_history.hpp"
 #include "run_source.hpp"
 
@@ -40,7 +41,9 @@ class Dashboard {
   void draw_alerts_panel(double now);
   void draw_controls_panel();
   void draw_plots(ImVec2 size);
-  PlotLine line(const char* label, const char* field, ImU32 color, bool smooth = true, bool points = false);
+  /// A kPlots entry (plot_table.hpp) bound to this run's series.
+  PlotSpec plot_spec(const PlotEntry& entry);
+  PlotLine line(const PlotLineEntry& entry);
 
   RunSource& source_;
   RunHistory history_;

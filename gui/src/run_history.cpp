@@ -48,10 +48,12 @@ void RunHistory::ingest(const nlohmann::json& message, double now) {
   ++records;
   last_record_seconds = now;
   last_step = std::max<uint64_t>(last_step, step_field->get<uint64_t>());
-  for (const char* field : kPlottedFields) {
+  const auto keep = [&](const char* field) {
     const auto value = message.find(field);
     if (value != message.end()) series[field].add(step, number(*value));
-  }
+  };
+  for (const char* field : kPlottedFields) keep(field);
+  for (const char* field : kPanelFields) keep(field);
   if (type == "eval") eval_steps.push_back(step);
   const auto skipped = message.find("skipped_steps");
   if (skipped != message.end() && skipped->is_number()) {

@@ -1,6 +1,7 @@
 // RunHistory: everything loom-dash knows about one run, built from protocol messages (the stream,
-// a replayed metrics.jsonl, or an in-process run): the hello, one series per plotted metric, the
-// markers (evaluations, skipped steps, checkpoints) and the latest per-rank step times.
+// a replayed metrics.jsonl, or an in-process run): the hello, one series per plotted metric (and per
+// field a panel reads), the markers (evaluations, skipped steps, checkpoints) and the latest
+// per-rank step times.
 // A hello starts over (a reconnect sends the whole history again).
 #pragma once
 
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "plot_table.hpp"
 
 namespace loom::dash {
 
@@ -23,10 +26,9 @@ struct Series {
   }
 };
 
-/// Train-record fields that become series (also the eval record's "eval_loss", "eval_mlm_loss").
-inline constexpr const char* kPlottedFields[] = {
-    "loss", "mlm_loss", "nsp_loss", "loss_scale", "lr", "grad_norm", "sequences_per_second", "tokens_per_second",
-    "step_ms", "eval_loss", "eval_mlm_loss"};
+/// Record fields kept as series besides the plotted ones (kPlottedFields, plot_table.hpp):
+/// "step_ms" for the run panel's ETA.
+inline constexpr const char* kPanelFields[] = {"step_ms"};
 
 struct RunHistory {
   nlohmann::json hello;                  ///< null until a hello arrives (a replayed file has none)

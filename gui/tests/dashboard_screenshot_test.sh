@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A real loom-dash window under Xvfb with Mesa: replay a real run's metrics.jsonl, save a screenshot
-# and check every plot holds drawn data; then replay an empty file and check that the same check
-# fails (the check can fail); attach to a stream that drops the connection and check loom-dash
-# reconnects and says so. Skips (77) when xvfb-run is absent.
+# and check it holds every plot of the plot table, each in its grid cell and with drawn data (and
+# that a layout with a plot missing or misplaced fails that check); then replay an empty file and
+# check that the same check fails (the check can fail); attach to a stream that drops the
+# connection and check loom-dash reconnects and says so. Skips (77) when xvfb-run is absent.
 # Last, train a tiny recipe in-process (loom-dash RECIPE) to its end: exit 0, a final checkpoint.
 # Usage: dashboard_screenshot_test.sh LOOM_DASH SCREENSHOT_CHECK FIXTURE_RUN_DIR LOOM SOURCE_DIR
 set -uo pipefail
@@ -29,7 +30,24 @@ if ! shot "$fixture/metrics.jsonl" "$work/dash.png" "$work/layout.json"; then
 else
   cat "$work/dash.log"
   [ "$(head -c 8 "$work/dash.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "not a PNG"
-  "$check" "$work/dash.png" "$work/layout.json" || fail "a plot holds no drawn data"
+  "$check" "$work/dash.png" "$work/layout.json" || fail "the plots do not follow the plot table or one holds no data"
+  # The layout checks can fail: a plot missing, two plots in each other's cells, a plot out of its row.
+  /usr/bin/python3 - "$work/layout.json" "$work" <<'PY'
+import json, sys
+layout = json.load(open(sys.argv[1]))
+missing = dict(layout, plots=layout["plots"][:-1])
+json.dump(missing, open(sys.argv[2] + "/missing.json", "w"))
+plots = [dict(p) for p in layout["plots"]]
+plots[0]["title"], plots[1]["title"] = plots[1]["title"], plots[0]["title"]
+json.dump(dict(layout, plots=plots), open(sys.argv[2] + "/swapped.json", "w"))
+plots = [dict(p) for p in layout["plots"]]
+plots[1]["y0"] += 40
+json.dump(dict(layout, plots=plots), open(sys.argv[2] + "/shifted.json", "w"))
+PY
+  for bad in missing swapped shifted; do
+    "$check" "$work/dash.png" "$work/$bad.json" > "$work/$bad-check.log" 2>&1 && fail "the check passed a layout with a plot $bad"
+    grep -q "^layout: " "$work/$bad-check.log" || fail "the check did not name the layout problem ($bad)"
+  done
   grep -q "records" "$work/dash.log" || fail "no record count in the log"
   records=$(grep -c '"type":"\(train\|eval\)"' "$fixture/metrics.jsonl")
   grep -q "$records records" "$work/dash.log" || fail "loom-dash did not read all $records records"
