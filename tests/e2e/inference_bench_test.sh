@@ -91,8 +91,9 @@ PY
 
 run_json() { # name out args...
   local name=$1 out=$2; shift 2
-  "$loom" bench "$work/$name.toml" --inference --steps 3 --warmup 1 --json "$@" > "$work/$out.json" 2> "$work/$out.log" \
-    || { cat "$work/$out.log"; fail "$out: loom bench --inference exited $?"; return 1; }
+  "$loom" bench "$work/$name.toml" --inference --steps 3 --warmup 1 --json "$@" > "$work/$out.json" 2> "$work/$out.log"
+  local code=$?
+  [ $code -eq 0 ] || { cat "$work/$out.log"; fail "$out: loom bench --inference exited $code"; return 1; }
 }
 
 # 1. Span head, fp32 and bf16: start and end logits (f32, [B, T] each) come back.
