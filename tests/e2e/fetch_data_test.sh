@@ -52,6 +52,27 @@ check '[ "$(sed -n "2p;101p;1997p;2016p" "$data/vocab/bert-base-uncased.txt" | t
   "vocab layout"
 check '[ "$(sha256sum <"$data/vocab/bert-base-uncased.txt" | cut -c1-64)" = 07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3 ]' \
   "vocab sha256"
+# The SQuAD-format stand-in: 4,000/500 questions, every answer at its answer_start, a third of
+# v2.0's questions without an answer, and the same bytes on every machine (hash order only).
+squad=$data/tasks/squad-cloze
+squad_counts=$(python3 - "$squad" <<'PY'
+import json, sys
+out = []
+for split in ("train", "dev"):
+    for version in ("1.1", "2.0"):
+        d = json.load(open(f"{sys.argv[1]}/{split}-v{version}.json", encoding="utf-8"))
+        qas = [(p["context"], q) for a in d["data"] for p in a["paragraphs"] for q in p["qas"]]
+        misplaced = sum(1 for c, q in qas for a in q["answers"]
+                        if c[a["answer_start"]:a["answer_start"] + len(a["text"])] != a["text"])
+        unanswerable = sum(1 for _, q in qas if not q["answers"])
+        out.append(f"{split}-{version}:{len(qas)}:{unanswerable}:{misplaced}")
+print(" ".join(out))
+PY
+)
+check '[ "$squad_counts" = "train-1.1:4000:0:0 train-2.0:4000:1333:0 dev-1.1:500:0:0 dev-2.0:500:166:0" ]' \
+  "squad-cloze (split-version:questions:unanswerable:misplaced answers): $squad_counts"
+squad_sha=$(cat "$squad"/train-v1.1.json "$squad"/dev-v1.1.json "$squad"/train-v2.0.json "$squad"/dev-v2.0.json | sha256sum | cut -c1-64)
+check '[ "$squad_sha" = d38a667bfbca4b1cf4a804675a274919e8468ed6067c1d82dd6f702099013a7e ]' "squad-cloze content changed"
 
 "$root/scripts/fetch-data" >"$work/second.log" 2>&1
 check 'grep -q "is up to date" "$work/second.log"' "second run is not a no-op: $(cat "$work/second.log")"
