@@ -1,5 +1,7 @@
 // `loom eval RECIPE --checkpoint DIR`: the recipe's model with a checkpoint's weights, evaluated on
-// [eval_data] (or [data] when there is none), without dropout. Prints the metrics as JSON.
+// [eval_data] (or [data] when there is none), without dropout. Prints the metrics as JSON. On
+// SQuAD data it also writes predictions.json, nbest_predictions.json (and null_odds.json for
+// v2.0) into --output-dir, by default the recipe's run directory, and prints EM/F1.
 #include <iostream>
 
 #include "cli_context.hpp"
@@ -18,12 +20,15 @@ void register_eval_verb(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<RecipeArguments>();
   auto checkpoint = std::make_shared<std::string>();
   auto batches = std::make_shared<uint64_t>(0);
+  auto output_dir = std::make_shared<std::string>();
   auto* verb = app.add_subcommand("eval", "evaluate a checkpoint on the recipe's evaluation data");
   add_recipe_arguments(*verb, *args);
   verb->add_option("--checkpoint", *checkpoint, "checkpoint (or Hugging Face model) directory")->required();
   verb->add_option("--batches", *batches, "evaluate at most this many batches (0: all)");
+  verb->add_option("--output-dir", *output_dir,
+                   "SQuAD: where predictions.json and the n-best go (default: the recipe's run directory)");
   add_plugin_flags(*verb, options);
-  verb->callback([&options, args, checkpoint, batches] {
+  verb->callback([&options, args, checkpoint, batches, output_dir] {
     auto [recipe, registry] = load_and_check(options, *args);
     const host::RunSettings settings = host::read_run_settings(recipe);
     const bool has_eval = recipe.table().contains("eval_data");
@@ -37,8 +42,13 @@ void register_eval_verb(CLI::App& app, GlobalOptions& options) {
     if (!report.unexpected.empty())
       std::cerr << *checkpoint << ": " << report.unexpected.size() << " tensors the model does not use\n";
     const std::optional<int32_t> mask_id = host::mask_token_id(c);
+    std::optional<host::SquadEvaluation> squad;
+    if (run.buffers->limits().task == loom::BatchTask::span_extraction && c.tokenizer)
+      squad.emplace(*c.tokenizer.get(), host::squad_decode_options(settings),
+                    output_dir->empty() ? settings.run_directory() : std::filesystem::path(*output_dir));
     nlohmann::json metrics = data.call([&](loom::Dataset& d) {
-      return host::evaluate(run.model(), backend, *run.staging, d, *run.buffers, *batches, mask_id);
+      return host::evaluate(run.model(), backend, *run.staging, d, *run.buffers, *batches, mask_id,
+                            squad ? &*squad : nullptr);
     });
     metrics["checkpoint"] = *checkpoint;
     std::cout << metrics.dump(2) << "\n";

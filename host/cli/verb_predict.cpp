@@ -1,6 +1,7 @@
 // `loom predict --checkpoint DIR --input FILE [--output FILE]`: class predictions with
 // probabilities from a sequence-classification checkpoint (config.json with id2label,
-// model.safetensors, vocab.txt — what `loom run` writes for a fine-tuning recipe).
+// model.safetensors, vocab.txt — what `loom run` writes for a fine-tuning recipe); answers to
+// questions from a question-answering checkpoint (squad_prediction.hpp).
 //
 // Input: JSONL ({"text": ..., "text_pair": ...}) when the name ends in .jsonl, else TSV: with a
 // header naming `text` (and optionally `text_pair`) columns, or without one, text [TAB pair].
@@ -15,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
+#include "recipe/errors.hpp"
+#include "squad_prediction.hpp"
 #include "eval/evaluator.hpp"
 #include "loom/sdk/tokenizer.hpp"
 #include "model/batch_staging.hpp"
@@ -180,14 +183,27 @@ void register_predict_verb(CLI::App& app, GlobalOptions& options) {
   verb->add_option("--checkpoint", args->checkpoint,
                    "checkpoint directory (config.json, model.safetensors, vocab.txt)")
       ->required();
-  verb->add_option("--input", args->input, "TSV or JSONL file of texts")->required();
+  verb->add_option("--input", args->input,
+                   "TSV or JSONL file of texts (question answering: SQuAD JSON, or JSONL of question/context)");
   verb->add_option("--output", args->output, "write here instead of stdout (.jsonl for JSON lines)");
   verb->add_option("--batch-size", args->batch_size, "rows per forward pass")->check(CLI::Range(1, 4096));
-  verb->add_option("--max-seq-length", args->max_seq_length, "tokens per text (pair)")
+  auto* max_seq_length = verb->add_option("--max-seq-length", args->max_seq_length,
+                                          "tokens per text (pair); question answering: per window (384)")
       ->check(CLI::Range(8, 4096));
   verb->add_option("--threads", args->threads, "CPU threads (0: the backend's default)");
   add_plugin_flags(*verb, options);
-  verb->callback([&options, args] { predict(options, *args); });
+  auto squad = std::make_shared<SquadPredictArguments>();
+  add_squad_predict_options(*verb, *squad);
+  verb->callback([&options, args, squad, max_seq_length] {
+    if (wants_squad_prediction(args->checkpoint, *squad)) {
+      if (max_seq_length->count() > 0) squad->max_seq_length = args->max_seq_length;
+      predict_squad_answers(options, args->checkpoint, args->input, args->output, args->batch_size, args->threads,
+                            *squad);
+      return;
+    }
+    if (args->input.empty()) throw host::InputError("--input is required (a TSV or JSONL file of texts)");
+    predict(options, *args);
+  });
 }
 
 const VerbRegistration registration(&register_predict_verb);

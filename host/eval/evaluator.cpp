@@ -117,7 +117,7 @@ nlohmann::json classification_metrics(const std::vector<int32_t>& predicted,
 
 nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& staging, loom::Dataset& dataset,
                         HostBatchBuffers& buffers, uint64_t max_batches,
-                        std::optional<int32_t> mask_token_id) {
+                        std::optional<int32_t> mask_token_id, SquadEvaluation* squad) {
   dataset.seek({0, 0});
   const loom::BatchTask task = dataset.limits().task;
   double loss_sum = 0, mlm_loss_sum = 0;
@@ -152,6 +152,10 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
       predicted.insert(predicted.end(), best.begin(), best.end());
       truth.insert(truth.end(), batch.labels, batch.labels + rows);
     }
+    if (task == loom::BatchTask::span_extraction && squad != nullptr)
+      squad->add_batch(dataset, buffers.instance_ids(), batch.input_ids, shape.rows, batch.seq,
+                       rows_to_host(backend, model.output("start_logits")),
+                       rows_to_host(backend, model.output("end_logits")));
     if (shape.last_in_epoch) break;
   }
   nlohmann::json out{{"eval_loss", rows == 0 ? 0.0 : loss_sum / static_cast<double>(rows)},
@@ -169,6 +173,7 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
     out["eval_f1"] = metrics["f1"];
     out["eval_mcc"] = metrics["mcc"];
   }
+  if (task == loom::BatchTask::span_extraction && squad != nullptr) out.update(squad->finish());
   return out;
 }
 

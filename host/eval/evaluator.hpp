@@ -13,6 +13,7 @@
 #include "model/batch_staging.hpp"
 #include "model/host_batch_buffers.hpp"
 #include "eval/masked_lm_breakdown.hpp"
+#include "eval/squad_evaluation.hpp"
 #include "model/model.hpp"
 #include "loom/sdk/dataset.hpp"
 
@@ -49,8 +50,10 @@ nlohmann::json classification_metrics(const std::vector<int32_t>& predicted,
 /// Keys are prefixed "eval_" (eval_mlm_loss, eval_mlm_accuracy, eval_nsp_accuracy, eval_loss,
 /// eval_accuracy, eval_f1, eval_mcc, eval_examples). With the tokenizer's `mask_token_id`, MLM
 /// metrics are also split by input category (MaskedLmBreakdown: eval_mlm_mask_accuracy, ...).
+/// Span extraction with `squad`: the answers are decoded, written and scored (SquadEvaluation:
+/// eval_exact_match, eval_f1, ...).
 nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& staging, loom::Dataset& dataset,
                         HostBatchBuffers& buffers, uint64_t max_batches,
-                        std::optional<int32_t> mask_token_id = std::nullopt);
+                        std::optional<int32_t> mask_token_id = std::nullopt, SquadEvaluation* squad = nullptr);
 
 }  // namespace loom::host

@@ -79,6 +79,15 @@ const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers()
          const std::string problem = metrics_listen_problem(s.metrics_listen, s.metrics_token);
          if (!problem.empty()) o.fail("listen", problem);
        }},
+      {"squad",
+       [](loom::Options& o, RunSettings& s) {
+         s.squad_n_best_size = o.get<int32_t>("n_best_size", s.squad_n_best_size, loom::Range{1, 1000});
+         s.squad_max_answer_length =
+             o.get<int32_t>("max_answer_length", s.squad_max_answer_length, loom::Range{1, 1 << 16});
+         s.squad_version_2_with_negative = o.get<bool>("version_2_with_negative", false);
+         s.squad_null_score_diff_threshold =
+             o.get<double>("null_score_diff_threshold", s.squad_null_score_diff_threshold, loom::Range{-1e6, 1e6});
+       }},
   };
   return readers;
 }

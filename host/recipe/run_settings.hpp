@@ -1,5 +1,5 @@
 // RunSettings: the host tables of a recipe ([run], [train], [checkpoint], [model] init_from,
-// [metrics]) as
+// [metrics], [squad]) as
 // the trainer uses them. `read_run_settings` and `loom check` read the same keys with the same
 // typed reader, so a recipe that checks is a recipe that runs (docs/recipes.md lists them).
 #pragma once
@@ -41,6 +41,12 @@ struct RunSettings {
   double metrics_auth_timeout_s = 5;     ///< [metrics] auth_timeout_s: seconds a client has to send the token
   double metrics_max_requests_per_s = 20;  ///< [metrics] max_requests_per_s: per client, or it is disconnected
 
+  // [squad]: how span logits become SQuAD answers (eval/squad_decode.hpp; the reference's defaults).
+  int32_t squad_n_best_size = 20;
+  int32_t squad_max_answer_length = 30;
+  bool squad_version_2_with_negative = false;    ///< SQuAD v2.0: questions may have no answer
+  double squad_null_score_diff_threshold = 0.0;  ///< v2.0: predict "" when null − best score exceeds it
+
   /// runs/<name> (output_dir/name), relative paths as given.
   std::filesystem::path run_directory() const { return std::filesystem::path(output_dir) / name; }
 };
@@ -48,7 +54,8 @@ struct RunSettings {
 /// A host table's reader: reads every key it knows from `options` into `settings`.
 using HostTableReader = std::function<void(loom::Options& options, RunSettings& settings)>;
 
-/// The host tables and their readers ([run], [train], [checkpoint], [plugins], [model], [metrics]).
+/// The host tables and their readers ([run], [train], [checkpoint], [plugins], [model], [metrics],
+/// [squad]).
 const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers();
 
 /// Why the metrics stream cannot listen on `listen` with `token` ("" when it can): a malformed

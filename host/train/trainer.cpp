@@ -213,6 +213,8 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
     setup.bert_config.extra["label2id"] = label2id;
     setup.bert_config.extra["architectures"] = nlohmann::json::array({"BertForSequenceClassification"});
   }
+  if (limits.task == loom::BatchTask::span_extraction)  // what Hugging Face loads for a span head
+    setup.bert_config.extra["architectures"] = nlohmann::json::array({"BertForQuestionAnswering"});
   model().reserve(shape);
   staging = std::make_unique<BatchStaging>(backend(), shape);
 
@@ -288,8 +290,14 @@ void Trainer::State::save_checkpoint(RunReporter& reporter, TrainSummary& summar
 void Trainer::State::evaluate(RunReporter& reporter, TrainSummary& summary) {
   if (!components.eval_data) return;
   const std::optional<int32_t> mask_id = mask_token_id(components);
+  // SQuAD: every rank decodes (same numbers); rank 0 writes predictions.json & co. in the run directory.
+  std::optional<SquadEvaluation> squad;
+  if (eval_buffers->limits().task == loom::BatchTask::span_extraction && components.tokenizer)
+    squad.emplace(*components.tokenizer.get(), squad_decode_options(settings),
+                  rank == 0 ? settings.run_directory() : std::filesystem::path());
   nlohmann::json record = components.eval_data.call([&](loom::Dataset& d) {
-    return host::evaluate(model(), backend(), *staging, d, *eval_buffers, settings.eval_batches, mask_id);
+    return host::evaluate(model(), backend(), *staging, d, *eval_buffers, settings.eval_batches, mask_id,
+                          squad ? &*squad : nullptr);
   });
   record["type"] = "eval";
   record["step"] = step;
