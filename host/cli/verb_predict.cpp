@@ -6,7 +6,8 @@
 // Input: JSONL ({"text": ..., "text_pair": ...}) when the name ends in .jsonl, else TSV: with a
 // header naming `text` (and optionally `text_pair`) columns, or without one, text [TAB pair].
 // Output (stdout or --output): TSV `prediction<TAB>p(label0)<TAB>...` with a header, or JSONL
-// {"prediction", "probabilities": {label: p}} when --output ends in .jsonl.
+// {"prediction", "probabilities": {label: p}} when --output ends in .jsonl. A regression
+// checkpoint (num_labels = 1, e.g. STS-B) writes its output as `score` / {"score": value}.
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -126,7 +127,10 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
   if (!a.output.empty()) file.open(a.output);
   std::ostream& out = a.output.empty() ? std::cout : file;
   const bool jsonl = a.output.size() > 6 && a.output.substr(a.output.size() - 6) == ".jsonl";
-  if (!jsonl) {
+  const bool regression = config.num_labels == 1;
+  if (!jsonl && regression) {
+    out << "score\n";
+  } else if (!jsonl) {
     out << "prediction";
     for (const auto& l : labels) out << "\tp(" << l << ")";
     out << "\n";
@@ -153,7 +157,13 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
     model.forward(staging.upload(batch), host::StepSettings{false, 0});
     const loom::Tensor logits = model.output("logits");
     const std::vector<float> host_logits = host::rows_to_host(*backend.get(), logits);
-    for (size_t r = 0; r < rows; ++r) {
+    for (size_t r = 0; r < rows && regression; ++r) {
+      if (jsonl)
+        out << nlohmann::json{{"score", host_logits[r]}}.dump() << "\n";
+      else
+        out << fmt::format("{:.6f}\n", host_logits[r]);
+    }
+    for (size_t r = 0; r < rows && !regression; ++r) {
       const float* row = host_logits.data() + r * labels.size();
       const float top = *std::max_element(row, row + labels.size());
       std::vector<double> p(labels.size());
@@ -179,7 +189,7 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
 
 void register_predict_verb(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<PredictArguments>();
-  auto* verb = app.add_subcommand("predict", "classify texts with a fine-tuned checkpoint");
+  auto* verb = app.add_subcommand("predict", "classify (or score) texts with a fine-tuned checkpoint");
   verb->add_option("--checkpoint", args->checkpoint,
                    "checkpoint directory (config.json, model.safetensors, vocab.txt)")
       ->required();

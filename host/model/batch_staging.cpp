@@ -131,7 +131,12 @@ const loom::BatchView& BatchStaging::upload(const HostBatch& batch) {
     return view;
   };
   v.next_sentence_labels = per_row(batch.next_sentence_labels, kNsp, false);
-  v.labels = per_row(batch.labels, kLabels, false);
+  if (batch.targets != nullptr) {  // regression: the labels slot holds f32 targets (4 bytes too)
+    v.labels = slot(kLabels, loom::DType::f32, {B});
+    backend_.copy_from_host(v.labels.data, batch.targets, v.labels.nbytes());
+  } else {
+    v.labels = per_row(batch.labels, kLabels, false);
+  }
   v.start_positions = per_row(batch.start_positions, kStart, true);
   v.end_positions = per_row(batch.end_positions, kEnd, true);
   return v;

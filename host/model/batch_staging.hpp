@@ -4,9 +4,10 @@
 // On the way it derives what blocks need: the list of MLM-labelled rows and their labels (the
 // heads gather only those rows before the decoder GEMM), the additive key mask (0 / kMaskedKey)
 // from the attention mask, labels normalised to kIgnoreIndex (any negative value, e.g. Hugging
-// Face's -100, means "ignored"), span positions clamped to [0, T] (T = ignored) as Hugging Face
-// does, zeros / ones for absent token types / attention mask, and the non-[PAD] positions
-// (the word-embedding gradient skips [PAD], as Hugging Face's padding_idx does).
+// Face's -100, means "ignored"; regression targets pass unchanged as f32), span positions
+// clamped to [0, T] (T = ignored) as Hugging Face does, zeros / ones for absent token types /
+// attention mask, and the non-[PAD] positions (the word-embedding gradient skips [PAD], as
+// Hugging Face's padding_idx does).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ struct HostBatch {
   const int32_t* mlm_labels = nullptr;            ///< [B·T], token id to predict or negative
   const int32_t* next_sentence_labels = nullptr;  ///< [B]
   const int32_t* labels = nullptr;                ///< [B]
+  const float* targets = nullptr;                 ///< [B] regression targets; when set they are
+                                                  ///< BatchView::labels (f32) and `labels` is unused
   const int32_t* start_positions = nullptr;       ///< [B]
   const int32_t* end_positions = nullptr;         ///< [B]
 };

@@ -1,6 +1,7 @@
 // Host batch buffers; see host_batch_buffers.hpp.
 #include "model/host_batch_buffers.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace loom::host {
@@ -31,6 +32,7 @@ HostBatchBuffers::HostBatchBuffers(const loom::BatchLimits& limits) : limits_(li
     case loom::BatchTask::classification:
       labels_.assign(rows, 0);
       buffers_.labels = labels_.data();
+      if (regression()) targets_.assign(rows, 0.0f);
       break;
     case loom::BatchTask::span_extraction:
       start_positions_.assign(rows, 0);
@@ -50,7 +52,10 @@ HostBatch HostBatchBuffers::view(const loom::BatchShape& shape) const {
   batch.attention_mask = attention_mask_.data();
   if (!mlm_labels_.empty()) batch.mlm_labels = mlm_labels_.data();
   if (!next_sentence_labels_.empty()) batch.next_sentence_labels = next_sentence_labels_.data();
-  if (!labels_.empty()) batch.labels = labels_.data();
+  if (regression())
+    batch.targets = targets_.data();
+  else if (!labels_.empty())
+    batch.labels = labels_.data();
   if (!start_positions_.empty()) batch.start_positions = start_positions_.data();
   if (!end_positions_.empty()) batch.end_positions = end_positions_.data();
   return batch;
@@ -64,6 +69,8 @@ HostBatch HostBatchBuffers::next(loom::Dataset& dataset, loom::BatchShape& shape
       shape.seq > limits_.max_seq_length)
     throw std::runtime_error("dataset returned a batch of " + std::to_string(shape.rows) + " × " +
                              std::to_string(shape.seq) + ", outside its limits");
+  if (regression())
+    std::memcpy(targets_.data(), labels_.data(), static_cast<size_t>(shape.rows) * sizeof(float));
   return view(shape);
 }
 

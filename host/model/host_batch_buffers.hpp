@@ -1,5 +1,7 @@
 // HostBatchBuffers: the host memory a Dataset writes batches into, sized once from its limits,
-// and the HostBatch view of what one `next_batch` produced (for BatchStaging::upload).
+// and the HostBatch view of what one `next_batch` produced (for BatchStaging::upload). A
+// regression dataset (classification with num_labels = 1) writes its f32 targets' bits into
+// `labels` (dataset.hpp); `next` turns them back into floats, which the view hands on as `targets`.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,11 @@ class HostBatchBuffers {
   const std::vector<int32_t>& mlm_labels() const { return mlm_labels_; }
   const std::vector<int32_t>& next_sentence_labels() const { return next_sentence_labels_; }
   const std::vector<int32_t>& labels() const { return labels_; }
+  /// Regression targets of the last batch (empty unless num_labels = 1).
+  const std::vector<float>& targets() const { return targets_; }
+  bool regression() const {
+    return limits_.task == loom::BatchTask::classification && limits_.num_labels == 1;
+  }
   const std::vector<uint64_t>& instance_ids() const { return instance_ids_; }
 
  private:
@@ -37,6 +44,7 @@ class HostBatchBuffers {
       masked_ids_;
   std::vector<int32_t> next_sentence_labels_, labels_, start_positions_, end_positions_;
   std::vector<uint64_t> instance_ids_;
+  std::vector<float> targets_;
   loom::BatchBuffers buffers_{};
 };
 

@@ -211,6 +211,8 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
     }
     setup.bert_config.extra["id2label"] = id2label;
     setup.bert_config.extra["label2id"] = label2id;
+    // One output is regression (MSE); Hugging Face infers it from num_labels = 1 and saves it so.
+    if (limits.num_labels == 1) setup.bert_config.extra["problem_type"] = "regression";
     setup.bert_config.extra["architectures"] = nlohmann::json::array({"BertForSequenceClassification"});
   }
   if (limits.task == loom::BatchTask::span_extraction)  // what Hugging Face loads for a span head

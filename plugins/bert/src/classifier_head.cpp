@@ -2,7 +2,9 @@
 //
 //   logits = dropout(pooled)·Wcᵀ + bc      (B, num_labels)   pooled = tanh([CLS]·Wpᵀ + bp)
 //   loss   = CE_mean(logits, labels)       (0 when the batch has no labels)
-// Parameters: bert.pooler.dense.*, classifier.weight [num_labels, H], classifier.bias. The dropout
+// num_labels = 1 is regression, as Hugging Face's problem_type "regression": the labels are f32
+// targets and loss = mean over rows of (logit − target)² (MSELoss). Parameters either way:
+// bert.pooler.dense.*, classifier.weight [num_labels, H], classifier.bias. The dropout
 // probability is the config's classifier_dropout (hidden_dropout_prob when the file says null).
 #include "components.hpp"
 #include "loom/sdk/plugin.hpp"
@@ -34,11 +36,21 @@ class ClassifierHead final : public PoolerHead {
     dropout_forward(step, s_.pooler.pooled, s_.dropped, config_.classifier_dropout, 0);
     linear_forward(to_compute(s_.dropped, s_.dropped_c), classifier_weight_, master(classifier_bias_),
                    s_.logits);
-    if (batch.labels.defined())
+    if (!batch.labels.defined()) {
+      be().zero(output);
+    } else if (regression()) {
+      check_labels(batch.labels, loom::DType::f32);
+      // diff = logits − targets, kept for backward; loss = Σ diff² / B.
+      be().copy(s_.logits, s_.diff);
+      be().axpby(-1.0f, batch.labels.reshape({batch.batch, 1}), 1.0f, s_.diff);
+      const int64_t segment[2] = {0, batch.batch};
+      be().sum_squares(s_.diff, segment, 1, output);
+      be().axpby(1.0f / static_cast<float>(batch.batch), output, 0.0f, output);
+    } else {
+      check_labels(batch.labels, loom::DType::i32);
       be().cross_entropy(s_.logits, batch.labels, config_.num_labels, loom::kIgnoreIndex, 1.0f, output, {},
                          {}, {});
-    else
-      be().zero(output);
+    }
   }
 
   void backward(const loom::StepArgs& step, const Tensor&, const Tensor& d_input) override {
@@ -47,8 +59,11 @@ class ClassifierHead final : public PoolerHead {
     const Scratch w = carve_scratch(region, batch.batch);
     be().zero(d_input);
     if (!batch.labels.defined()) return;
-    be().cross_entropy(s_.logits, batch.labels, config_.num_labels, loom::kIgnoreIndex, step.loss_scale,
-                       w.loss, w.d_logits, {}, {});
+    if (regression())  // d(Σ diff² / B)/d logits = 2·diff / B, times the loss scale
+      be().axpby(2.0f * step.loss_scale / static_cast<float>(batch.batch), s_.diff, 0.0f, w.d_logits);
+    else
+      be().cross_entropy(s_.logits, batch.labels, config_.num_labels, loom::kIgnoreIndex, step.loss_scale,
+                         w.loss, w.d_logits, {}, {});
     const Tensor dropped_c = reduced() ? s_.dropped_c : s_.dropped;
     linear_backward(w.d_logits, to_compute(w.d_logits, w.d_logits_c), dropped_c, classifier_weight_,
                     grad(classifier_bias_), w.d_pooled, 0.0f);
@@ -63,9 +78,18 @@ class ClassifierHead final : public PoolerHead {
   }
 
  private:
+  bool regression() const { return config_.num_labels == 1; }
+  void check_labels(const Tensor& labels, DType expected) const {
+    if (labels.dtype != expected)
+      throw loom::Error(name_ + ": num_labels = " + std::to_string(config_.num_labels) + " needs " +
+                        (expected == DType::f32 ? "f32 regression targets" : "i32 class indices") +
+                        " as labels, the batch has " + loom::dtype_name(labels.dtype) +
+                        " (does the dataset's label count match the model config's num_labels?)");
+  }
+
   struct Saved {
     PoolerSaved pooler;
-    Tensor dropped, dropped_c, logits;
+    Tensor dropped, dropped_c, logits, diff;  // diff: regression only, logits − targets
   };
   struct Scratch {
     Tensor loss, d_logits, d_logits_c, d_pooled, d_pooled_c;
@@ -76,6 +100,7 @@ class ClassifierHead final : public PoolerHead {
     s.dropped = r.take(DType::f32, {B, config_.hidden_size});
     s.dropped_c = r.take_compute_copy(compute_, {B, config_.hidden_size});
     s.logits = r.take(DType::f32, {B, config_.num_labels});
+    if (regression()) s.diff = r.take(DType::f32, {B, 1});
     return s;
   }
   Scratch carve_scratch(RegionCarver& r, int64_t B) const {
@@ -88,9 +113,9 @@ class ClassifierHead final : public PoolerHead {
     return w;
   }
   void declare_parameters() override {
-    if (config_.num_labels < 2)
+    if (config_.num_labels < 1)
       throw loom::ConfigError(name_ + ": model config num_labels = " + std::to_string(config_.num_labels) +
-                              " must be at least 2 (regression heads are not supported)");
+                              " must be at least 1 (1: regression, 2 or more: classes)");
     declare_pooler();
     classifier_weight_ = params_.weight("classifier.weight", config_.num_labels, config_.hidden_size);
     classifier_bias_ = params_.bias("classifier.bias", config_.num_labels);
@@ -104,7 +129,8 @@ class ClassifierHead final : public PoolerHead {
 
 loom_component_desc classifier_head_component() {
   return loom::component<loom::Block, ClassifierHead>(
-      "bert.classifier-head", "0.1.0", "pooler, dropout, Linear(H, num_labels); cross-entropy");
+      "bert.classifier-head", "0.1.0",
+      "pooler, dropout, Linear(H, num_labels); cross-entropy (num_labels = 1: MSE regression)");
 }
 
 }  // namespace loom_bert

@@ -57,5 +57,29 @@ TEST(BatchStaging, DerivesLabelledRowsNormalisedLabelsAndNonPadRows) {
                std::invalid_argument);
 }
 
+// Regression targets (num_labels = 1) reach the blocks as f32 labels, negative values included:
+// only class indices are normalised to kIgnoreIndex.
+TEST(BatchStaging, RegressionTargetsPassAsFloatLabels) {
+  const int32_t ids[] = {3, 5, 3, 6};
+  const int32_t class_labels[] = {-7, -7};  // ignored: targets take precedence
+  const float targets[] = {-1.5f, 4.25f};
+  loom::host::HostBatch batch;
+  batch.batch = 2;
+  batch.seq = 2;
+  batch.input_ids = ids;
+  batch.labels = class_labels;
+  batch.targets = targets;
+  loom::host::BatchStaging staging(cpu_backend(), {2, 2, 0});
+  const loom::BatchView& v = staging.upload(batch);
+  ASSERT_EQ(v.labels.dtype, loom::DType::f32);
+  ASSERT_EQ(v.labels.numel(), 2);
+  EXPECT_EQ(v.labels.data_as<float>()[0], -1.5f);
+  EXPECT_EQ(v.labels.data_as<float>()[1], 4.25f);
+  batch.targets = nullptr;
+  const loom::BatchView& classes = staging.upload(batch);
+  ASSERT_EQ(classes.labels.dtype, loom::DType::i32);
+  EXPECT_EQ(classes.labels.data_as<int32_t>()[0], loom::kIgnoreIndex);
+}
+
 }  // namespace
 }  // namespace loom_bert_test

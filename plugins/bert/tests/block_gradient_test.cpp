@@ -18,6 +18,7 @@ struct GradientCase {
   const char* component;
   loom::GeluKind gelu;
   bool training;
+  int32_t num_labels = 3;  // 1: the classifier head as a regression head (MSE on f32 targets)
 };
 
 std::string case_name(const testing::TestParamInfo<GradientCase>& info) {
@@ -25,7 +26,7 @@ std::string case_name(const testing::TestParamInfo<GradientCase>& info) {
   std::replace_if(
       name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
   return name + (info.param.gelu == loom::GeluKind::tanh ? "_tanh" : "_erf") +
-         (info.param.training ? "_dropout" : "_eval");
+         (info.param.training ? "_dropout" : "_eval") + (info.param.num_labels == 1 ? "_regression" : "");
 }
 
 // Elements to probe: a few random ones plus the one with the largest analytic gradient.
@@ -61,8 +62,11 @@ class BlockGradient : public testing::TestWithParam<GradientCase> {};
 
 TEST_P(BlockGradient, MatchesFiniteDifferencesForParametersAndInputs) {
   const GradientCase& c = GetParam();
-  const loom::ModelConfig config = small_config(c.gelu);
-  BlockHarness h(c.component, config, loom::DType::f32, small_batch(config));
+  loom::ModelConfig config = small_config(c.gelu);
+  config.num_labels = c.num_labels;
+  SmallBatch batch = small_batch(config);
+  batch.regression = c.num_labels == 1;
+  BlockHarness h(c.component, config, loom::DType::f32, batch);
   h.randomize(11);
   h.gradients(c.training);
   std::mt19937 rng(3);
@@ -104,8 +108,40 @@ INSTANTIATE_TEST_SUITE_P(Blocks, BlockGradient,
                                          GradientCase{"bert.pretraining-heads", loom::GeluKind::tanh, false},
                                          GradientCase{"bert.classifier-head", loom::GeluKind::erf, false},
                                          GradientCase{"bert.classifier-head", loom::GeluKind::erf, true},
+                                         GradientCase{"bert.classifier-head", loom::GeluKind::erf, false, 1},
+                                         GradientCase{"bert.classifier-head", loom::GeluKind::erf, true, 1},
                                          GradientCase{"bert.span-head", loom::GeluKind::erf, false}),
                          case_name);
+
+// The regression head's loss is Hugging Face's MSELoss over its single logit column, and a batch
+// of class indices is refused with a message instead of being read as floats.
+TEST(ClassifierHeadRegression, LossIsTheMeanSquaredErrorOfTheLogits) {
+  loom::ModelConfig config = small_config();
+  config.num_labels = 1;
+  SmallBatch batch = small_batch(config);
+  batch.regression = true;
+  BlockHarness h("bert.classifier-head", config, loom::DType::f32, batch);
+  h.randomize(4);
+  const double loss = h.objective(false);
+  const loom::BlockOutput logits = h.block().output(0);
+  ASSERT_EQ(logits.value.shape[0], 2);
+  ASSERT_EQ(logits.value.shape[1], 1);
+  const float* values = static_cast<const float*>(logits.value.data);
+  double expected = 0;
+  for (size_t r = 0; r < 2; ++r) expected += std::pow(values[r] - batch.targets[r], 2.0) / 2.0;
+  EXPECT_NEAR(loss, expected, 1e-5 * std::max(1.0, expected));
+  EXPECT_GT(expected, 1e-3);  // the targets are not what a random head predicts
+
+  batch.regression = false;  // class indices for a one-output head
+  BlockHarness wrong("bert.classifier-head", config, loom::DType::f32, batch);
+  wrong.randomize(4);
+  try {
+    wrong.objective(false);
+    ADD_FAILURE() << "i32 labels were accepted as regression targets";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("f32 regression targets"), std::string::npos) << e.what();
+  }
+}
 
 // Relative L2 distance ‖a − b‖ / ‖b‖.
 double relative_distance(const float* a, const float* b, size_t n) {

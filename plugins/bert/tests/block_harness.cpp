@@ -79,6 +79,7 @@ SmallBatch small_batch(const loom::ModelConfig& config) {
   for (int64_t flat : {1, 4, 6, 9}) b.mlm_labels[static_cast<size_t>(flat)] = token(rng);
   b.nsp = {0, 1};
   b.labels = {2, 0};
+  b.targets = {1.75f, -0.5f};
   b.start = {1, 2};
   b.end = {3, 4};
   return b;
@@ -93,7 +94,10 @@ loom::host::HostBatch SmallBatch::view() const {
   v.attention_mask = mask.data();
   v.mlm_labels = mlm_labels.data();
   v.next_sentence_labels = nsp.data();
-  v.labels = labels.data();
+  if (regression)
+    v.targets = targets.data();
+  else
+    v.labels = labels.data();
   v.start_positions = start.data();
   v.end_positions = end.data();
   return v;

@@ -32,10 +32,13 @@ loom::host::Component<loom::Backend> borrowed_backend(loom::Backend& backend);
 /// A small config: hidden 24, 3 heads, intermediate 37, vocab 53 (padded to 56), 16 positions.
 loom::ModelConfig small_config(loom::GeluKind gelu = loom::GeluKind::erf);
 
-/// A batch of 2×7 with padding in row 1, token types, 4 MLM labels, NSP/class labels, spans.
+/// A batch of 2×7 with padding in row 1, token types, 4 MLM labels, NSP/class labels, spans, and
+/// regression targets (staged instead of the class labels when `regression`).
 struct SmallBatch {
   int64_t batch = 2, seq = 7;
   std::vector<int32_t> ids, types, mask, mlm_labels, nsp, labels, start, end;
+  std::vector<float> targets;
+  bool regression = false;
   loom::host::HostBatch view() const;
 };
 SmallBatch small_batch(const loom::ModelConfig& config);

@@ -125,7 +125,8 @@ struct BatchView {
   Tensor masked_rows;           ///< [num_masked]: b·T + t of each labelled position, ascending
   Tensor masked_labels;         ///< [num_masked]: the token id to predict at each of them
   Tensor next_sentence_labels;  ///< [B]: 0 = B follows A, 1 = random, or kIgnoreIndex
-  Tensor labels;                ///< [B]: class index, or kIgnoreIndex
+  Tensor labels;                ///< [B]: class index, or kIgnoreIndex; f32 targets when the
+                                ///< model's num_labels = 1 (regression)
   Tensor start_positions;       ///< [B]: answer start token in [0, T]; T = ignored
   Tensor end_positions;         ///< [B]: answer end token (inclusive) in [0, T]; T = ignored
   /// Positions whose id is not [PAD] (`pad_token_id`), for the word-embedding gradient: as with

@@ -58,7 +58,8 @@ struct BatchLimits {
   int32_t batch_size;       ///< most rows a batch has
   int32_t max_seq_length;   ///< most columns a batch has (`seq` ≤ this)
   int32_t max_predictions;  ///< columns of masked_positions/masked_ids (pretraining), else 0
-  int32_t num_labels;       ///< classification: labels lie in [0, num_labels); else 0
+  int32_t num_labels;       ///< classification: labels lie in [0, num_labels); 1 = regression
+                            ///< (one real-valued target per row, see BatchBuffers::labels); else 0
 };
 
 /// Host-owned output buffers. Sizes: [B·S] = batch_size·max_seq_length elements,
@@ -72,7 +73,8 @@ struct BatchBuffers {
   int32_t* masked_positions;      ///< [B·P] pretraining: masked positions ascending, then 0 (padding)
   int32_t* masked_ids;            ///< [B·P] pretraining: original ids at those positions, then 0
   int32_t* next_sentence_labels;  ///< [B] pretraining: 1 = B is a random sentence, 0 = true next
-  int32_t* labels;                ///< [B] classification: class index
+  int32_t* labels;                ///< [B] classification: class index; regression (num_labels = 1,
+                                  ///< Hugging Face's convention): the f32 target's bits (memcpy)
   int32_t* start_positions;       ///< [B] span extraction: answer start token (0 = [CLS], no answer)
   int32_t* end_positions;         ///< [B] span extraction: answer end token (inclusive)
   uint64_t* instance_ids;         ///< [B] which instance each row is (0 ≤ id < size())
