@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "eval/glue_metrics.hpp"
+
 namespace loom::host {
 
 std::vector<float> rows_to_host(loom::Backend& backend, const loom::Tensor& tensor) {
@@ -74,47 +76,6 @@ Tally next_sentence_tally(const Model& model, loom::Backend& backend, const Host
   return argmax_tally(rows_to_host(backend, logits), logits.shape[1], labels);
 }
 
-nlohmann::json classification_metrics(const std::vector<int32_t>& predicted,
-                                      const std::vector<int32_t>& truth, int32_t num_classes) {
-  const size_t k = static_cast<size_t>(std::max(num_classes, 2));
-  std::vector<std::vector<double>> confusion(k, std::vector<double>(k, 0.0));  // [truth][predicted]
-  for (size_t i = 0; i < truth.size(); ++i)
-    if (truth[i] >= 0 && static_cast<size_t>(truth[i]) < k && predicted[i] >= 0 &&
-        static_cast<size_t>(predicted[i]) < k)
-      confusion[truth[i]][predicted[i]] += 1;
-  double n = 0, correct = 0;
-  std::vector<double> true_count(k, 0), predicted_count(k, 0);
-  for (size_t t = 0; t < k; ++t)
-    for (size_t p = 0; p < k; ++p) {
-      n += confusion[t][p];
-      true_count[t] += confusion[t][p];
-      predicted_count[p] += confusion[t][p];
-      if (t == p) correct += confusion[t][p];
-    }
-  auto f1_of = [&](size_t c) {
-    const double tp = confusion[c][c];
-    const double denominator = true_count[c] + predicted_count[c];
-    return denominator == 0 ? 0.0 : 2 * tp / denominator;
-  };
-  double f1 = 0;
-  if (k == 2) {
-    f1 = f1_of(1);
-  } else {
-    for (size_t c = 0; c < k; ++c) f1 += f1_of(c);
-    f1 /= static_cast<double>(k);
-  }
-  // Matthews correlation, multi-class form (Gorodkin 2004); equals the binary formula for k = 2.
-  double sum_pt = 0, sum_p2 = 0, sum_t2 = 0;
-  for (size_t c = 0; c < k; ++c) {
-    sum_pt += predicted_count[c] * true_count[c];
-    sum_p2 += predicted_count[c] * predicted_count[c];
-    sum_t2 += true_count[c] * true_count[c];
-  }
-  const double denominator = std::sqrt((n * n - sum_p2) * (n * n - sum_t2));
-  const double mcc = denominator == 0 ? 0.0 : (correct * n - sum_pt) / denominator;
-  return {{"accuracy", n == 0 ? 0.0 : correct / n}, {"f1", f1}, {"mcc", mcc}, {"examples", n}};
-}
-
 nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& staging, loom::Dataset& dataset,
                         HostBatchBuffers& buffers, uint64_t max_batches,
                         std::optional<int32_t> mask_token_id, SquadEvaluation* squad) {
@@ -126,6 +87,7 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
   std::optional<MaskedLmBreakdown> breakdown;
   if (mask_token_id) breakdown.emplace(*mask_token_id);
   std::vector<int32_t> predicted, truth;
+  std::vector<double> scores, targets;  // regression
   while (max_batches == 0 || batches < max_batches) {
     loom::BatchShape shape{};
     const HostBatch batch = buffers.next(dataset, shape);
@@ -145,6 +107,10 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
       mlm.correct += t.correct, mlm.total += t.total;
       const Tally n = next_sentence_tally(model, backend, batch);
       nsp.correct += n.correct, nsp.total += n.total;
+    } else if (task == loom::BatchTask::classification && batch.targets != nullptr) {
+      const std::vector<float> logits = rows_to_host(backend, model.output("logits"));
+      scores.insert(scores.end(), logits.begin(), logits.begin() + shape.rows);
+      targets.insert(targets.end(), batch.targets, batch.targets + shape.rows);
     } else if (task == loom::BatchTask::classification) {
       const loom::Tensor logits = model.output("logits");
       const auto rows = static_cast<size_t>(shape.rows);
@@ -167,11 +133,19 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
     out["eval_nsp_accuracy"] = nsp.rate();
     out["eval_masked_tokens"] = masked;
     if (breakdown) out.update(breakdown->metrics());
+  } else if (task == loom::BatchTask::classification && dataset.limits().num_labels == 1) {
+    const RegressionScores r = regression_scores(scores, targets);
+    out["eval_pearson"] = r.pearson;
+    out["eval_spearman"] = r.spearman;
+    out["eval_pearson_spearman"] = r.pearson_spearman;
+    out["eval_mse"] = r.mse;
   } else if (task == loom::BatchTask::classification) {
-    const nlohmann::json metrics = classification_metrics(predicted, truth, dataset.limits().num_labels);
-    out["eval_accuracy"] = metrics["accuracy"];
-    out["eval_f1"] = metrics["f1"];
-    out["eval_mcc"] = metrics["mcc"];
+    const int32_t classes = dataset.limits().num_labels;
+    const ClassificationScores c = classification_scores(predicted, truth, classes);
+    out["eval_accuracy"] = c.accuracy;
+    out["eval_f1"] = c.f1;
+    out["eval_mcc"] = c.mcc;
+    if (classes == 2) out["eval_accuracy_f1"] = c.accuracy_f1;
   }
   if (task == loom::BatchTask::span_extraction && squad != nullptr) out.update(squad->finish());
   return out;

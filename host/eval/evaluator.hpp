@@ -1,7 +1,9 @@
 // Evaluation: one pass (or `max_batches`) of a dataset through the model without dropout, and the
 // metrics of its task: pre-training → MLM loss (mean over masked tokens), MLM accuracy, NSP
-// accuracy; classification → loss, accuracy, F1 (binary: class 1; multi-class: macro) and
-// Matthews correlation. Also the per-batch accuracy helpers the trainer logs.
+// accuracy; classification → loss and the GLUE metrics (glue_metrics.hpp): accuracy, F1 (binary:
+// class 1; multi-class: macro), Matthews correlation, and (accuracy + F1)/2 for two classes;
+// regression (num_labels = 1) → Pearson, Spearman, their mean and the MSE. Also the per-batch
+// accuracy helpers the trainer logs.
 #pragma once
 
 #include <cstdint>
@@ -42,14 +44,12 @@ Tally masked_lm_tally(const Model& model, loom::Backend& backend, const HostBatc
 /// NSP accuracy of the last forward.
 Tally next_sentence_tally(const Model& model, loom::Backend& backend, const HostBatch& batch);
 
-/// Accuracy, F1 and MCC from predicted and true classes.
-nlohmann::json classification_metrics(const std::vector<int32_t>& predicted,
-                                      const std::vector<int32_t>& truth, int32_t num_classes);
-
 /// Runs the evaluation; the dataset is rewound to its start first and left wherever it ends.
 /// Keys are prefixed "eval_" (eval_mlm_loss, eval_mlm_accuracy, eval_nsp_accuracy, eval_loss,
-/// eval_accuracy, eval_f1, eval_mcc, eval_examples). With the tokenizer's `mask_token_id`, MLM
-/// metrics are also split by input category (MaskedLmBreakdown: eval_mlm_mask_accuracy, ...).
+/// eval_accuracy, eval_f1, eval_mcc, eval_accuracy_f1, eval_pearson, eval_spearman,
+/// eval_pearson_spearman, eval_mse, eval_examples; an undefined correlation is NaN, JSON null).
+/// With the tokenizer's `mask_token_id`, MLM metrics are also split by input category
+/// (MaskedLmBreakdown: eval_mlm_mask_accuracy, ...).
 /// Span extraction with `squad`: the answers are decoded, written and scored (SquadEvaluation:
 /// eval_exact_match, eval_f1, ...).
 nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& staging, loom::Dataset& dataset,
