@@ -1,5 +1,7 @@
 // loom-dash: the live dashboard of a Loom run (docs/dashboard.md).
-//   loom-dash --attach HOST:PORT [--token T]     a run's metrics stream (`loom run --listen`)
+//   loom-dash --attach RUN_DIR|HOST:PORT [--token T]   a run's metrics stream (`loom run --listen`);
+//                                                 the token from the run directory, --token or
+//                                                 LOOM_METRICS_TOKEN
 //   loom-dash --replay runs/NAME/metrics.jsonl    a metrics file, followed while it grows
 //   loom-dash RECIPE [--set k=v ...]              train the recipe in-process
 //   --screenshot FILE.png [--frames N] [--layout FILE.json]: render N frames, save the window, exit
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -164,8 +167,12 @@ int run_window(const Arguments& args) {
 int main(int argc, char** argv) {
   Arguments args;
   CLI::App app{"loom-dash: live dashboard of a Loom run (loss, loss scale, throughput; run controls)"};
-  auto* attach = app.add_option("--attach", args.attach, "a run's metrics stream, HOST:PORT (loom run --listen)");
-  app.add_option("--token", args.token, "the stream's [metrics] token")->needs(attach);
+  auto* attach = app.add_option("--attach", args.attach,
+                                "a run's metrics stream (loom run --listen): its run directory, runs/NAME (the "
+                                "token is read there), or HOST:PORT");
+  app.add_option("--token", args.token,
+                 "the stream's token when it cannot be read from the run directory (default: LOOM_METRICS_TOKEN)")
+      ->needs(attach);
   auto* replay = app.add_option("--replay", args.replay, "a metrics.jsonl, followed while it grows");
   auto* recipe = app.add_option("recipe", args.recipe.recipe, "a recipe to train in-process");
   app.add_option("--set", args.recipe.overrides, "override a recipe value (with RECIPE)")->needs(recipe);
@@ -181,9 +188,10 @@ int main(int argc, char** argv) {
   app.add_option("--font", args.font, "a TrueType font (default DejaVu Sans, ImGui's own when absent)");
   CLI11_PARSE(app, argc, argv);
   if (args.attach.empty() && args.replay.empty() && args.recipe.recipe.empty()) {
-    std::cerr << "loom-dash: give --attach HOST:PORT, --replay FILE or a RECIPE (see --help)\n";
+    std::cerr << "loom-dash: give --attach RUN_DIR|HOST:PORT, --replay FILE or a RECIPE (see --help)\n";
     return 2;
   }
+  if (const char* token = std::getenv("LOOM_METRICS_TOKEN"); args.token.empty() && token != nullptr) args.token = token;
   try {
     return run_window(args);
   } catch (const loom::host::RecipeError& e) {

@@ -76,7 +76,7 @@ class MetricsServer final : public RunObserver {
     uint64_t peak_connections = 0;         ///< most connections admitted or awaiting authentication at once
     uint64_t records = 0;                  ///< records published
     uint64_t dropped = 0;                  ///< records dropped for slow clients, all clients together
-    double training_thread_seconds = 0;    ///< time the training thread spent in on_* calls
+    double training_thread_seconds = 0;    ///< CPU time the training thread spent in on_* calls
     double stream_thread_cpu_seconds = 0;  ///< CPU time of the stream's own thread (after shutdown)
   };
   Statistics statistics() const;

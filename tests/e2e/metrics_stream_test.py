@@ -5,8 +5,9 @@ Usage: metrics_stream_test.py LOOM SOURCE_DIR protocol|stall
   protocol  hello and records match metrics.jsonl; a late client gets the history; checkpoint-now
             writes a checkpoint; pause holds the run until resume; stop ends it cleanly (exit 0, with
             a checkpoint); a wrong or absent token is refused and logged; beyond loopback a token is
-            required (exit 2 naming the key); `loom run --listen` works.
-  stall     a client that connects and never reads costs the training loop at most 2%: measured as
+            required (exit 2 naming the key); `loom run --listen` works. Clients authenticate with the
+            token the run writes to its run directory (metrics_stream_auth_test.py checks who else can).
+  stall     a client that connects, authenticates and never reads costs the training loop at most 2%: measured as
             the time the training thread spends in the stream plus the stream thread's CPU time,
             over the loop's time (robust on a busy machine, unlike comparing wall times); the client
             really was stalled (records were dropped for it). Interleaved runs with and without the
@@ -130,22 +131,39 @@ class Run:
     def stream_statistics(self):
         time.sleep(0.2)  # the collector thread reads the last lines
         for line in self.log:
-            match = re.search(r"metrics stream: (\d+) clients \((\d+) refused\), (\d+) records, (\d+) dropped.*"
+            match = re.search(r"metrics stream: (\d+) clients \((\d+) refused\), (\d+) records, (\d+) dropped.*; "
+                              r"([0-9.]+) ms on the training thread \+ ([0-9.]+) ms stream-thread CPU "
                               r"= ([0-9.]+)% of the ([0-9.]+) s loop", line)
             if match:
                 return {"clients": int(match.group(1)), "refused": int(match.group(2)),
                         "records": int(match.group(3)), "dropped": int(match.group(4)),
-                        "overhead_percent": float(match.group(5)), "loop_seconds": float(match.group(6))}
+                        "training_thread_ms": float(match.group(5)), "stream_thread_cpu_ms": float(match.group(6)),
+                        "overhead_percent": float(match.group(7)), "loop_seconds": float(match.group(8))}
         return None
 
 
+def run_token(run_directory, timeout=30):
+    """The token a run wrote (owner-only) to its run directory once its stream listens."""
+    path = pathlib.Path(run_directory) / "metrics.token"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.is_file() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.05)
+    sys.exit(f"{path} never appeared")
+
+
 class Client:
-    def __init__(self, host, port, receive_buffer=0):
+    """A stream client; with a token it authenticates first."""
+
+    def __init__(self, host, port, receive_buffer=0, token=None):
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if receive_buffer:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
         self.socket.connect((host, port))
         self.buffer = b""
+        if token is not None:
+            self.send({"type": "auth", "token": token})
 
     def send(self, message):
         self.socket.sendall((json.dumps(message) + "\n").encode())
@@ -182,7 +200,8 @@ def protocol_test(loom, src, work):
     recipe = write_recipe(src, work, "streamed", 100000, '[metrics]\nlisten = "127.0.0.1:0"')
     run = Run(loom, recipe)
     host, port = run.endpoint()
-    first = Client(host, port)
+    token = run_token(work / "runs/streamed")
+    first = Client(host, port, token=token)
     hello = first.next()
     check(hello["type"] == "hello", f"first message is the hello: {hello}")
     for key, value in [("run", "streamed"), ("world_size", 1), ("total_steps", 100000), ("protocol", 1)]:
@@ -214,7 +233,7 @@ def protocol_test(loom, src, work):
     resumed = first.until(lambda m: m["type"] == "train" and m["step"] > paused["step"] + 2, seen=seen)
     check(resumed is not None, "training goes on after resume")
 
-    second = Client(host, port)
+    second = Client(host, port, token=token)
     second_hello = second.next()
     check(second_hello["type"] == "hello" and second_hello["step"] >= resumed["step"],
           f"a second client gets a hello naming the current step: {second_hello.get('step')}")
@@ -264,14 +283,14 @@ def token_test(loom, src, work):
     answer = absent.next()
     check(answer["type"] == "error" and "requires a token" in answer["message"], f"no token is refused: {answer}")
     check(absent.next() is None, "and the connection closed")
-    right = Client("127.0.0.1", port)
-    right.send({"type": "auth", "token": "s3cret"})
+    check(run_token(work / "runs/guarded") == "s3cret", "a configured token is the one in the run directory")
+    right = Client("127.0.0.1", port, token="s3cret")
     check(right.next()["type"] == "hello", "the right token gets the hello")
     right.until(lambda m: m["type"] == "train")
     right.send({"type": "control", "command": "stop", "id": 2})
     right.until(lambda m: m["type"] == "end")
     check(run.wait() == 0, "the guarded run stopped by the admitted client exits 0")
-    check(sum("refused" in line and "token" in line for line in run.log) == 2,
+    check(sum("refused 127.0.0.1:" in line and "token" in line for line in run.log) == 2,
           "both refusals are logged:\n" + "".join(run.log[-8:]))
     statistics = run.stream_statistics()
     check(statistics is not None and statistics["refused"] == 2, f"statistics count 2 refused: {statistics}")
@@ -280,7 +299,7 @@ def token_test(loom, src, work):
     plain = write_recipe(src, work, "flagged", 30, "")
     run = Run(loom, plain, "--listen", "127.0.0.1:0")
     host, port = run.endpoint()
-    client = Client(host, port)
+    client = Client(host, port, token=run_token(work / "runs/flagged"))
     check(client.next()["type"] == "hello", "--listen streams")
     end = client.until(lambda m: m["type"] == "end", timeout=120)
     check(end is not None and end["step"] == 30 and end["stopped_early"] is False, f"a finished run ends: {end}")
@@ -298,7 +317,8 @@ def stall_test(loom, src, work):
             run = Run(loom, recipe)
             host, port = run.endpoint()
             if mode == "stalled":
-                stalled = Client(host, port, receive_buffer=4096)  # connected, never reads
+                # Admitted (it sent the token), then never reads.
+                stalled = Client(host, port, receive_buffer=4096, token=run_token(work / "runs" / name))
             code = run.wait(timeout=600)
             if mode == "stalled":
                 stalled.socket.close()
