@@ -1,8 +1,11 @@
 // dataset/text-classification: sequence (pair) classification batches from GLUE-style TSV or
 // JSONL (text_examples.hpp), tokenized at open() with the run's tokenizer as
 // [CLS] a [SEP] (b [SEP]), longest-first truncation from the end (GLUE's _truncate_seq_pair).
-// Options (docs/recipes.md): file, format, layout, labels, max_seq_length, batch_size, shuffle,
-// drop_last.
+// `task` names a GLUE task and reads its own files (glue_tasks.hpp) with its labels in the
+// reference's order; task "sts-b" is regression: num_labels = 1 and each row's label is its f32
+// score's bits (dataset.hpp).
+// Options (docs/recipes.md): file, format, layout, task, labels, max_seq_length, batch_size,
+// shuffle, drop_last.
 #pragma once
 
 #include <string>
@@ -37,6 +40,7 @@ class TextClassification final : public BatchedDataset {
   std::string file_;
   std::string format_;
   std::string layout_;
+  std::string task_;  ///< "" or a GLUE task name
   std::vector<std::string> configured_labels_;
   int32_t max_seq_length_;
   int32_t batch_size_;
@@ -44,7 +48,8 @@ class TextClassification final : public BatchedDataset {
   bool drop_last_;
   std::vector<std::string> labels_;
   EncodedSequences encoded_;
-  std::vector<int32_t> label_index_;
+  std::vector<int32_t> label_index_;  ///< class index, or (regression) the target's f32 bits
+  bool regression_ = false;
   std::vector<uint64_t> lines_;
 };
 

@@ -16,17 +16,6 @@ namespace {
   throw loom::IoError(path + ":" + std::to_string(line) + ": " + what);
 }
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> fields;
-  size_t start = 0;
-  for (;;) {
-    const size_t tab = line.find('\t', start);
-    fields.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
-    if (tab == std::string::npos) return fields;
-    start = tab + 1;
-  }
-}
-
 int find_column(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
   for (const char* name : names)
     for (size_t i = 0; i < header.size(); ++i)
@@ -116,6 +105,17 @@ bool is_integer(const std::string& text) {
 }
 
 }  // namespace
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  size_t start = 0;
+  for (;;) {
+    const size_t tab = line.find('\t', start);
+    fields.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+    if (tab == std::string::npos) return fields;
+    start = tab + 1;
+  }
+}
 
 std::vector<TextExample> read_text_examples(const std::string& path, const std::string& format,
                                             const std::string& layout) {

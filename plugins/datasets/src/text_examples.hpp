@@ -23,9 +23,13 @@ struct TextExample {
   std::string text;
   std::string text_pair;
   bool has_pair = false;
-  std::string label;
+  std::string label;  ///< as written in the file
+  float target = 0;   ///< regression tasks (STS-B): the label as a number
   uint64_t line = 0;  ///< 1-based line in the file
 };
+
+/// The fields of one TSV line, split on every tab (no quoting, as GLUE's csv.reader(quotechar=None)).
+std::vector<std::string> split_tabs(const std::string& line);
 
 /// Reads `path`; `format` is "tsv", "jsonl" or "auto" (by extension: .jsonl/.json → jsonl).
 /// `layout` applies to TSV (see above). Throws loom::IoError naming file:line.
