@@ -21,6 +21,7 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom_backend/argument_checks.hpp"
 
 // plugin.hpp brings toml++, which nvcc cannot parse: the .cu files only need the name.
@@ -35,7 +36,10 @@ using loom_backend::ArgumentChecks;
 
 class CublasLtGemm;
 
-class CudaBackend final : public loom::Backend, public loom::FusedAttention, public loom::DeviceDescription {
+class CudaBackend final : public loom::Backend,
+                          public loom::FusedAttention,
+                          public loom::DeviceDescription,
+                          public loom::OptimizerSteps {
  public:
   /// Reads options `device` (default -1: the launcher's local rank modulo the device count,
   /// device_placement.hpp), `tf32` and `sync_check` (also on with LOOM_CUDA_SYNC_CHECK=1).
@@ -119,6 +123,24 @@ class CudaBackend final : public loom::Backend, public loom::FusedAttention, pub
   /// Name and SM count from cudaGetDeviceProperties, the dense bf16 peak (device_peak.cpp) and
   /// the allocator's high-water mark.
   loom::DeviceInfo device_info() const override;
+
+  // OptimizerSteps (named interface; optimizer_steps.cu): NVLAMB, AdamW and SGD as multi-tensor
+  // passes over GPU memory, nothing read back but read_report.
+  loom::OptimizerPlan* create_plan(const loom::OptimizerSegment* segments, size_t count,
+                                   size_t total_elements) override;
+  void destroy_plan(loom::OptimizerPlan* plan) override;
+  void gradient_norm(loom::OptimizerPlan& plan, const loom::Tensor& grads,
+                     const loom::Tensor& nonfinite_flag) override;
+  void adamw_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
+                  const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq, const loom::GradientScaling& scaling,
+                  const loom::AdamConstants& constants, double lr) override;
+  void lamb_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
+                 const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq, const loom::GradientScaling& scaling,
+                 const loom::AdamConstants& constants, double lr) override;
+  void sgd_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
+                const loom::Tensor& momentum_buffer, const loom::GradientScaling& scaling,
+                const loom::SgdConstants& constants, double lr) override;
+  loom::OptimizerStepReport read_report(const loom::OptimizerPlan& plan) override;
 
   // ---- beyond the interface: for tests and `loom bench` ---------------------------------------
   /// The stream every op is enqueued on.

@@ -1,4 +1,5 @@
-// The backend-cuda plugin: component backend/cuda, offering fused attention and its device description.
+// The backend-cuda plugin: component backend/cuda, offering fused attention, its device description
+// and the optimizer passes.
 #include "loom/sdk/plugin.hpp"
 
 #include "cuda_backend.hpp"
@@ -6,4 +7,4 @@
 LOOM_PLUGIN("backend-cuda", "0.1.0", "Compute backend on an NVIDIA GPU (cuBLASLt GEMM, CUDA kernels)",
             loom::component<loom::Backend, loom_cuda::CudaBackend>(
                 "cuda", "0.2.0", "f32 + bf16/f16 ops and fused attention on one GPU; options device, tf32",
-                loom::offers<loom::FusedAttention, loom::DeviceDescription>{}))
+                loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps>{}))

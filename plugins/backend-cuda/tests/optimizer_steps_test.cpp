@@ -1,0 +1,192 @@
+// OptimizerSteps on the GPU against backend/cpu's (the reference, itself bit-identical to the host
+// optimizers): NVLAMB, AdamW and SGD trajectories at odd sizes (empty, 1-element and ragged
+// segments, gaps, blocks that end mid-warp) and at production sizes (several million elements in
+// hundreds of segments, so every kernel runs thousands of CUDA blocks), with clipping, trust-ratio
+// and plain segments, loss-scaled gradients and a skipped step (the non-finite flag). The element
+// arithmetic is the reference's operation for operation; only the order of the f64 reductions
+// differs, so weights and moments agree to f32 rounding and norms to f64 rounding. Runs twice
+// give identical bits (no atomics).
+#include <cmath>
+#include <iterator>
+#include <limits>
+
+#include "cuda_test_support.hpp"
+#include "loom/sdk/ops/optimizer_steps.hpp"
+
+namespace loom_cuda_test {
+namespace {
+
+enum class Kind { lamb, adamw, sgd };
+
+struct Layout {
+  std::vector<loom::OptimizerSegment> segments;
+  size_t total = 0;
+};
+
+struct Result {
+  std::vector<float> weights, first_state, second_state;
+  std::vector<int32_t> flags;
+  std::vector<loom::OptimizerStepReport> reports;
+};
+
+// A flat buffer on `backend` holding `values`.
+struct Flat {
+  Flat(loom::Backend& backend, const std::vector<float>& values)
+      : buffer(backend, values.size() * sizeof(float)),
+        view(buffer.view(loom::DType::f32, {static_cast<int64_t>(values.size())})) {
+    backend.copy_from_host(buffer.data(), values.data(), values.size() * sizeof(float));
+  }
+  std::vector<float> read(loom::Backend& backend) const {
+    std::vector<float> out(static_cast<size_t>(view.numel()));
+    backend.copy_to_host(out.data(), buffer.data(), out.size() * sizeof(float));
+    return out;
+  }
+  loom::Buffer buffer;
+  loom::Tensor view;
+};
+
+// `steps` updates of `kind` through `passes` on `backend`; step `bad_step` gets an inf gradient.
+Result run(loom::Backend& backend, loom::OptimizerSteps& passes, const Layout& layout, Kind kind,
+           const loom::GradientScaling& scaling, int steps, int bad_step) {
+  const std::vector<float> initial = random_floats(layout.total, 11, -0.05f, 0.05f);
+  Flat w(backend, initial), m(backend, std::vector<float>(layout.total, 0.0f)),
+      v(backend, std::vector<float>(layout.total, 0.0f));
+  loom::Buffer flag_buffer(backend, sizeof(int32_t));
+  const loom::Tensor flag = flag_buffer.view(loom::DType::i32, {1});
+  loom::OptimizerPlan* plan =
+      passes.create_plan(layout.segments.data(), layout.segments.size(), layout.total);
+  Result r;
+  uint64_t applied = 0;
+  for (int step = 0; step < steps; ++step) {
+    std::vector<float> g = random_floats(layout.total, 100 + static_cast<uint32_t>(step), -1.0f, 1.0f);
+    for (float& x : g) x *= static_cast<float>(1.0 / scaling.grad_scale) * 1e-3f;  // loss-scaled
+    if (step == bad_step && !layout.segments.empty()) {
+      const loom::OptimizerSegment& last = layout.segments.back();
+      g[last.offset + last.count / 2] = std::numeric_limits<float>::quiet_NaN();
+    }
+    Flat grads(backend, g);
+    passes.gradient_norm(*plan, grads.view, flag);
+    int32_t host_flag = -1;
+    backend.copy_to_host(&host_flag, flag_buffer.data(), sizeof host_flag);
+    r.flags.push_back(host_flag);
+    if (host_flag != 0) continue;
+    ++applied;
+    const double lr = 1e-2 / static_cast<double>(step + 1);
+    const loom::AdamConstants adam{0.9f,
+                                   0.1f,
+                                   0.999f,
+                                   0.001f,
+                                   static_cast<float>(1.0 - std::pow(0.9, applied)),
+                                   static_cast<float>(1.0 - std::pow(0.999, applied)),
+                                   1e-6f};
+    switch (kind) {
+      case Kind::lamb:
+        passes.lamb_step(*plan, w.view, grads.view, m.view, v.view, scaling, adam, lr);
+        break;
+      case Kind::adamw:
+        passes.adamw_step(*plan, w.view, grads.view, m.view, v.view, scaling, adam, lr);
+        break;
+      case Kind::sgd:
+        passes.sgd_step(*plan, w.view, grads.view, m.view, scaling, {0.9f, 1.0f, 1, applied == 1 ? 1 : 0},
+                        lr);
+        break;
+    }
+    r.reports.push_back(passes.read_report(*plan));
+  }
+  r.weights = w.read(backend);
+  r.first_state = m.read(backend);
+  r.second_state = v.read(backend);
+  passes.destroy_plan(plan);
+  return r;
+}
+
+void expect_agree(const Result& gpu, const Result& cpu, const std::string& what) {
+  EXPECT_EQ(gpu.flags, cpu.flags) << what;
+  ASSERT_EQ(gpu.reports.size(), cpu.reports.size()) << what;
+  for (size_t i = 0; i < gpu.reports.size(); ++i) {
+    EXPECT_NEAR(gpu.reports[i].grad_norm, cpu.reports[i].grad_norm, 1e-12 * cpu.reports[i].grad_norm) << what;
+    EXPECT_NEAR(gpu.reports[i].clip_divisor, cpu.reports[i].clip_divisor, 1e-12 * cpu.reports[i].clip_divisor)
+        << what;
+  }
+  expect_close(gpu.weights, cpu.weights, 1e-5, 1e-7, what + ": weights");
+  expect_close(gpu.first_state, cpu.first_state, 1e-5, 1e-9, what + ": first state tensor");
+  expect_close(gpu.second_state, cpu.second_state, 1e-5, 1e-12, what + ": second state tensor");
+}
+
+// Odd sizes: empty and 1-element segments, blocks ending mid-warp, gaps between segments.
+Layout odd_layout() {
+  Layout l;
+  const uint64_t counts[] = {1, 37, 0, 32769, 255, 100003, 7};
+  uint64_t offset = 3;
+  for (size_t i = 0; i < std::size(counts); ++i) {
+    l.segments.push_back({offset, counts[i], i % 2 == 0 ? 0.01f : 0.0f, i % 2 == 0 ? 1 : 0});
+    offset += counts[i] + 5;
+  }
+  l.total = offset;
+  return l;
+}
+
+// Production sizes: 6.3M elements in 300 segments shaped like a BERT layer stack (weights with
+// decay and trust ratio, biases and LayerNorms without).
+Layout production_layout() {
+  Layout l;
+  uint64_t offset = 0;
+  for (int layer = 0; layer < 75; ++layer) {
+    const uint64_t counts[] = {256 * 256, 256, 1024 * 20, 256};
+    for (int k = 0; k < 4; ++k) {
+      const bool weight = k == 0 || k == 2;
+      l.segments.push_back({offset, counts[k], weight ? 0.01f : 0.0f, weight ? 1 : 0});
+      offset += counts[k];
+    }
+  }
+  l.segments.push_back({offset, 1'000'003, 0.01f, 1});  // an embedding table
+  l.total = offset + 1'000'003;
+  return l;
+}
+
+class OptimizerStepsTest : public CudaOpTest {
+ protected:
+  void compare(const Layout& layout, Kind kind, const loom::GradientScaling& scaling,
+               const std::string& what) {
+    const Result reference = run(cpu, cpu, layout, kind, scaling, 4, 2);
+    const Result first = run(*gpu, *gpu, layout, kind, scaling, 4, 2);
+    expect_agree(first, reference, what);
+    const Result second = run(*gpu, *gpu, layout, kind, scaling, 4, 2);
+    expect_equal(second.weights, first.weights, what + ": rerun");
+    EXPECT_EQ(second.reports.back().grad_norm, first.reports.back().grad_norm) << what << ": rerun";
+  }
+};
+
+TEST_F(OptimizerStepsTest, LambAtOddSizesWithClippingAndPlainSegments) {
+  compare(odd_layout(), Kind::lamb, {1.0 / 1024, 1.0, loom::ClipRule::above_max}, "lamb odd");
+  compare(odd_layout(), Kind::lamb, {1.0, 0.0, loom::ClipRule::none}, "lamb odd unclipped");
+}
+
+TEST_F(OptimizerStepsTest, AdamWAndSgdAtOddSizes) {
+  compare(odd_layout(), Kind::adamw, {1.0 / 8, 1e-3, loom::ClipRule::torch_rule}, "adamw odd");
+  compare(odd_layout(), Kind::sgd, {1.0, 1e-3, loom::ClipRule::torch_rule}, "sgd odd");
+}
+
+TEST_F(OptimizerStepsTest, EveryOptimizerAtProductionSizes) {
+  const Layout layout = production_layout();
+  compare(layout, Kind::lamb, {1.0 / 65536, 1.0, loom::ClipRule::above_max}, "lamb production");
+  compare(layout, Kind::adamw, {1.0, 1.0, loom::ClipRule::torch_rule}, "adamw production");
+  compare(layout, Kind::sgd, {1.0, 0.0, loom::ClipRule::none}, "sgd production");
+}
+
+TEST_F(OptimizerStepsTest, RefusesAnUpdateWithoutAGradientPassAndBadTables) {
+  const Layout layout = odd_layout();
+  loom::OptimizerPlan* plan = gpu->create_plan(layout.segments.data(), layout.segments.size(), layout.total);
+  Flat w(*gpu, std::vector<float>(layout.total, 1.0f)), g(*gpu, std::vector<float>(layout.total, 1.0f)),
+      m(*gpu, std::vector<float>(layout.total, 0.0f)), v(*gpu, std::vector<float>(layout.total, 0.0f));
+  const loom::AdamConstants adam{0.9f, 0.1f, 0.999f, 0.001f, 1.0f, 1.0f, 1e-6f};
+  EXPECT_THROW(
+      gpu->adamw_step(*plan, w.view, g.view, m.view, v.view, {1.0, 0.0, loom::ClipRule::none}, adam, 1e-3),
+      loom::Error);
+  gpu->destroy_plan(plan);
+  const loom::OptimizerSegment overlapping[] = {{0, 10, 0.0f, 0}, {9, 10, 0.0f, 0}};
+  EXPECT_THROW(gpu->create_plan(overlapping, 2, 100), loom::Error);
+}
+
+}  // namespace
+}  // namespace loom_cuda_test
