@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cpu_backend.hpp"
+#include "loom_backend/index_errors.hpp"
 #include "loom_backend/op_contracts.hpp"
 #include "vector_math.hpp"
 
@@ -33,9 +34,7 @@ void CpuBackend::cross_entropy(const loom::Tensor& logits, const loom::Tensor& t
     const int64_t t = target_at(targets, r);
     if (t == ignore_index) continue;
     if (t < 0 || t >= num_classes)
-      check.fail("targets[" + std::to_string(r) + "] = " + std::to_string(t) + " is outside [0, " +
-                 std::to_string(num_classes) + ") and is not the ignore index " +
-                 std::to_string(ignore_index));
+      check.fail(loom_backend::target_out_of_range(r, t, num_classes, ignore_index));
     ++counted;
   }
   const float row_scale = counted > 0 ? grad_scale / static_cast<float>(counted) : 0.0f;

@@ -3,6 +3,7 @@
 // Scatter-add is parallel over blocks of columns; each block walks the ids in order, so repeated
 // ids accumulate in a fixed order whatever the thread count.
 #include "cpu_backend.hpp"
+#include "loom_backend/index_errors.hpp"
 #include "loom_backend/op_contracts.hpp"
 
 namespace loom_cpu {
@@ -18,9 +19,7 @@ void check_ids(const ArgumentChecks& check, const loom::Tensor& ids, int64_t voc
   const int64_t n = ids.numel();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t id = id_at(ids, i);
-    if (id < 0 || id >= vocab)
-      check.fail("ids[" + std::to_string(i) + "] = " + std::to_string(id) + " is outside [0, " +
-                 std::to_string(vocab) + ")");
+    if (id < 0 || id >= vocab) check.fail(loom_backend::id_out_of_range(i, id, vocab));
   }
 }
 

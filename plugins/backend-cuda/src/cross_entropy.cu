@@ -1,10 +1,14 @@
-// Softmax cross-entropy with ignore index over rows, forward and backward in one pass.
+// Softmax cross-entropy with ignore index over rows, forward and backward in one pass, with
+// nothing read back to the host.
 //
-// The targets are copied to the host first (one synchronisation) to validate them — a target
-// outside [0, num_classes) that is not the ignore index is an error, as on the CPU — and to count
-// the R rows taking part, which scales the gradient. Then one block per row: max, first arg-max
-// and Σexp over the class columns by block reductions, then the row's loss and gradient. The mean
-// is a fixed-order f64 reduction of the row losses (one block), so it is deterministic.
+// First one block checks the targets on the device (index_checks.cuh) — a target outside
+// [0, num_classes) that is not the ignore index is recorded and reported at the backend's next
+// wait point (device_error_record.hpp), in backend/cpu's words — and counts the R valid rows,
+// which scale the gradient, into device memory. Then one block per row: max, first arg-max and
+// Σexp over the class columns by block reductions, then the row's loss and gradient (a row with
+// a bad target is treated as ignored, so nothing is read outside it). The mean is a fixed-order
+// f64 reduction of the row losses (one block), so it is deterministic. The scale
+// grad_scale / R is computed from R on the device with backend/cpu's f32 arithmetic.
 // dlogits may alias logits: every thread reads the target logit before the reductions, whose
 // barriers order all reads of the row before the first write, and each later write is preceded by
 // the same thread's read of that element.
@@ -12,6 +16,7 @@
 
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
+#include "index_checks.cuh"
 #include "loom_backend/op_contracts.hpp"
 #include "warp_reductions.cuh"
 
@@ -20,38 +25,19 @@ namespace {
 
 constexpr int kThreads = 256;
 
-/// Smallest value over the block (as block_sum in warp_reductions.cuh).
-__device__ __forceinline__ int64_t block_min(int64_t v, int64_t* shared) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const int64_t other = __shfl_xor_sync(0xffffffffu, v, offset);
-    v = other < v ? other : v;
-  }
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  v = lane < warps ? shared[lane] : INT64_MAX;
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const int64_t other = __shfl_xor_sync(0xffffffffu, v, offset);
-    v = other < v ? other : v;
-  }
-  return v;
-}
-
 template <typename Target>
 __global__ void cross_entropy_rows_kernel(const float* logits, const Target* targets, int64_t width,
-                                          int64_t num_classes, int64_t ignore_index, float row_scale,
-                                          float* dlogits, float* row_loss, int32_t* row_correct,
-                                          float* losses) {
+                                          int64_t num_classes, int64_t ignore_index, float grad_scale,
+                                          const int64_t* counted, float* dlogits, float* row_loss,
+                                          int32_t* row_correct, float* losses) {
   __shared__ float float_shared[32];
   __shared__ int64_t index_shared[32];
   const int64_t r = blockIdx.x;
   const float* row = logits + r * width;
   float* grad = dlogits != nullptr ? dlogits + r * width : nullptr;
   const int64_t t = static_cast<int64_t>(targets[r]);
-  if (t == ignore_index) {  // the whole block takes this branch
+  // An ignored row, or one whose target the check recorded as bad: the whole block takes this branch.
+  if (t == ignore_index || t < 0 || t >= num_classes) {
     if (grad != nullptr)
       for (int64_t c = threadIdx.x; c < width; c += blockDim.x) grad[c] = 0.0f;
     if (threadIdx.x == 0) {
@@ -79,6 +65,8 @@ __global__ void cross_entropy_rows_kernel(const float* logits, const Target* tar
     losses[r] = loss;
   }
   if (grad != nullptr) {
+    const int64_t rows_counted = *counted;  // ≥ 1: this row counts
+    const float row_scale = grad_scale / static_cast<float>(rows_counted);
     const float inv_sum = 1.0f / sum;
     for (int64_t c = threadIdx.x; c < width; c += blockDim.x) {
       float g = 0.0f;
@@ -91,14 +79,17 @@ __global__ void cross_entropy_rows_kernel(const float* logits, const Target* tar
   }
 }
 
-/// mean_loss[0] = Σ losses / counted, summed in f64 by one block in a fixed order.
-__global__ void mean_loss_kernel(const float* losses, int64_t rows, int64_t counted, float* mean_loss) {
+/// mean_loss[0] = Σ losses / *counted, summed in f64 by one block in a fixed order.
+__global__ void mean_loss_kernel(const float* losses, int64_t rows, const int64_t* counted,
+                                 float* mean_loss) {
   __shared__ double shared[32];
   double sum = 0.0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) sum += static_cast<double>(losses[r]);
   sum = block_sum(sum, shared);
-  if (threadIdx.x == 0)
-    mean_loss[0] = counted > 0 ? static_cast<float>(sum / static_cast<double>(counted)) : 0.0f;
+  if (threadIdx.x == 0) {
+    const int64_t n = *counted;
+    mean_loss[0] = n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
+  }
 }
 
 }  // namespace
@@ -112,26 +103,14 @@ void CudaBackend::cross_entropy(const loom::Tensor& logits, const loom::Tensor& 
       check, logits, targets, num_classes, mean_loss, dlogits, row_loss, row_correct);
   const int64_t rows = shape.rows, width = shape.width;
 
-  // Validate the targets and count the rows that take part (host copy, one sync).
-  int64_t counted = 0;
-  if (rows > 0) {
-    void* staged = staging(targets.nbytes());
-    cuda_check(cudaMemcpyAsync(staged, targets.data, targets.nbytes(), cudaMemcpyDeviceToHost, stream_),
-               "cross_entropy");
-    cuda_check(cudaStreamSynchronize(stream_), "cross_entropy");
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t t = targets.dtype == DType::i32 ? static_cast<const int32_t*>(staged)[r]
-                                                    : static_cast<const int64_t*>(staged)[r];
-      if (t == ignore_index) continue;
-      if (t < 0 || t >= num_classes)
-        check.fail("targets[" + std::to_string(r) + "] = " + std::to_string(t) + " is outside [0, " +
-                   std::to_string(num_classes) + ") and is not the ignore index " +
-                   std::to_string(ignore_index));
-      ++counted;
-    }
-  }
-  const float row_scale = counted > 0 ? grad_scale / static_cast<float>(counted) : 0.0f;
-  float* losses = static_cast<float*>(scratch(static_cast<size_t>(rows > 0 ? rows : 1) * sizeof(float)));
+  // Scratch: [R, the rows taking part (one int64) | each row's loss (rows)].
+  constexpr size_t kLossesOffset = 256;
+  char* area =
+      static_cast<char*>(scratch(kLossesOffset + static_cast<size_t>(rows > 0 ? rows : 1) * sizeof(float)));
+  auto* counted = reinterpret_cast<int64_t*>(area);
+  auto* losses = reinterpret_cast<float*>(area + kLossesOffset);
+  check_indices_on_device(*this, CheckedOp::cross_entropy, targets, num_classes, true, ignore_index, counted);
+  check_launch("cross_entropy");
   float* grad = dlogits.defined() ? static_cast<float*>(dlogits.data) : nullptr;
   float* loss_out = row_loss.defined() ? static_cast<float*>(row_loss.data) : nullptr;
   int32_t* correct = row_correct.defined() ? static_cast<int32_t*>(row_correct.data) : nullptr;
@@ -140,12 +119,12 @@ void CudaBackend::cross_entropy(const loom::Tensor& logits, const loom::Tensor& 
     const auto* in = static_cast<const float*>(logits.data);
     if (targets.dtype == DType::i32)
       cross_entropy_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
-          in, static_cast<const int32_t*>(targets.data), width, num_classes, ignore_index, row_scale, grad,
-          loss_out, correct, losses);
+          in, static_cast<const int32_t*>(targets.data), width, num_classes, ignore_index, grad_scale,
+          counted, grad, loss_out, correct, losses);
     else
       cross_entropy_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
-          in, static_cast<const int64_t*>(targets.data), width, num_classes, ignore_index, row_scale, grad,
-          loss_out, correct, losses);
+          in, static_cast<const int64_t*>(targets.data), width, num_classes, ignore_index, grad_scale,
+          counted, grad, loss_out, correct, losses);
   }
   mean_loss_kernel<<<1, 1024, 0, stream_>>>(losses, rows, counted, static_cast<float*>(mean_loss.data));
   check_launch("cross_entropy");

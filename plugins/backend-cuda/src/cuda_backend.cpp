@@ -1,4 +1,6 @@
-// CudaBackend construction, options, memory, copies and the shared scratch/staging areas.
+// CudaBackend construction, options, memory, copies, the shared scratch/staging areas, and the
+// wait points: the only places the host waits for the device, where the device error record is
+// read and reported (device_error_record.hpp) and every wait is counted (TransferCounter).
 #include "cuda_backend.hpp"
 
 #include <cstdlib>
@@ -83,10 +85,21 @@ void CudaBackend::acquire(int device) {
   try {
     cuda_check(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming),
                "backend/cuda: cudaEventCreate");
+    // The error record lives in device memory (kernels claim it with a device-scope atomicCAS);
+    // each wait copies it into pinned memory on the way, so reading it costs no extra wait.
+    cuda_check(cudaMalloc(&error_record_, sizeof(DeviceErrorRecord)), "backend/cuda: error record");
+    cuda_check(cudaMemsetAsync(error_record_, 0, sizeof(DeviceErrorRecord), stream_),
+               "backend/cuda: error record");
+    cuda_check(cudaMallocHost(&error_snapshot_, sizeof(DeviceErrorRecord)), "backend/cuda: error record");
+    *error_snapshot_ = DeviceErrorRecord{};
     gemm_ = std::make_unique<CublasLtGemm>(allocator_, stream_);
   } catch (...) {
+    if (error_snapshot_ != nullptr) (void)cudaFreeHost(error_snapshot_);
+    if (error_record_ != nullptr) (void)cudaFree(error_record_);
     if (staging_done_ != nullptr) (void)cudaEventDestroy(staging_done_);
     (void)cudaStreamDestroy(stream_);
+    error_snapshot_ = nullptr;
+    error_record_ = nullptr;
     staging_done_ = nullptr;
     stream_ = nullptr;
     throw;
@@ -103,12 +116,36 @@ void CudaBackend::check_previous_op(const char* next) const {
   if (unchecked_op_ == nullptr) return;
   const char* op = unchecked_op_;
   unchecked_op_ = nullptr;
-  cudaError_t status = cudaStreamSynchronize(stream_);
+  ++synchronizations_;
+  cudaError_t status = wait_for_stream();
   if (status == cudaSuccess) status = cudaGetLastError();
   if (status != cudaSuccess)
     throw loom::Error(std::string("backend/cuda: device fault in ") + op + " (sync_check, before " + next +
                           "): " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")",
                       LOOM_E_DEVICE);
+  report_device_error((std::string("sync_check, before ") + next).c_str());
+}
+
+cudaError_t CudaBackend::wait_for_stream() const {
+  // Enqueued behind every op, so the snapshot holds whatever they recorded once the wait returns.
+  cudaError_t status = cudaMemcpyAsync(error_snapshot_, error_record_, sizeof(DeviceErrorRecord),
+                                       cudaMemcpyDeviceToHost, stream_);
+  if (status == cudaSuccess) status = cudaStreamSynchronize(stream_);
+  if (status == cudaSuccess) staging_pending_ = false;
+  return status;
+}
+
+void CudaBackend::report_device_error(const char* where) const {
+  if (error_snapshot_->op == static_cast<int32_t>(CheckedOp::none)) return;
+  const DeviceErrorRecord found = *error_snapshot_;
+  *error_snapshot_ = DeviceErrorRecord{};
+  // Cleared in stream order: ops enqueued after this report record into an empty record again.
+  cuda_check(cudaMemsetAsync(error_record_, 0, sizeof(DeviceErrorRecord), stream_), where);
+  throw loom::Error(device_error_message(found, where));
+}
+
+loom::TransferCounts CudaBackend::transfer_counts() const {
+  return {device_to_host_copies_.load(), synchronizations_.load(), host_to_device_copies_.load()};
 }
 
 void CudaBackend::bind_device() const {
@@ -124,6 +161,8 @@ CudaBackend::~CudaBackend() {
   gemm_.reset();
   allocator_.deallocate(scratch_);
   if (staging_ != nullptr) (void)cudaFreeHost(staging_);
+  (void)cudaFreeHost(error_snapshot_);
+  (void)cudaFree(error_record_);
   (void)cudaEventDestroy(staging_done_);
   (void)cudaStreamDestroy(stream_);
 }
@@ -141,6 +180,7 @@ void CudaBackend::copy_from_host(void* device_dst, const void* host_src, size_t 
   if (bytes == 0) return;
   bind_device();
   if (sync_check_) check_previous_op("copy_from_host");
+  ++host_to_device_copies_;
   // From pageable memory cudaMemcpyAsync returns once the source has been staged, so the caller
   // may reuse host_src immediately; the copy is ordered on the stream like every op.
   cuda_check(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), "copy_from_host");
@@ -150,13 +190,18 @@ void CudaBackend::copy_to_host(void* host_dst, const void* device_src, size_t by
   if (bytes == 0) return;
   bind_device();
   if (sync_check_) check_previous_op("copy_to_host");
+  ++device_to_host_copies_;
   cuda_check(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_), "copy_to_host");
-  cuda_check(cudaStreamSynchronize(stream_), "copy_to_host");
+  cuda_check(wait_for_stream(), "copy_to_host");
+  report_device_error("copy_to_host");
 }
 
 void CudaBackend::synchronize() {
+  bind_device();
   if (sync_check_) check_previous_op("synchronize");
-  cuda_check(cudaStreamSynchronize(stream_), "synchronize");
+  ++synchronizations_;
+  cuda_check(wait_for_stream(), "synchronize");
+  report_device_error("synchronize");
 }
 
 void* CudaBackend::scratch(size_t bytes) {
@@ -173,8 +218,13 @@ void* CudaBackend::scratch(size_t bytes) {
 }
 
 void* CudaBackend::staging(size_t bytes) {
-  // The previous transfer out of (or into) the staging area must be finished before it is reused.
-  cuda_check(cudaEventSynchronize(staging_done_), "backend/cuda: staging");
+  // The previous upload through the staging area must be finished before it is reused: unless a
+  // wait point has passed since it was enqueued, that is a wait for the device, and counted so.
+  if (staging_pending_) {
+    ++synchronizations_;
+    cuda_check(cudaEventSynchronize(staging_done_), "backend/cuda: staging");
+    staging_pending_ = false;
+  }
   if (bytes > staging_bytes_) {
     if (staging_ != nullptr) cuda_check(cudaFreeHost(staging_), "backend/cuda: cudaFreeHost");
     staging_ = nullptr;
@@ -188,6 +238,7 @@ void* CudaBackend::staging(size_t bytes) {
 
 void CudaBackend::staging_enqueued() {
   cuda_check(cudaEventRecord(staging_done_, stream_), "backend/cuda: cudaEventRecord");
+  staging_pending_ = true;
 }
 
 bool CudaBackend::fused_attention(int64_t head_dim, int64_t max_seq) const {

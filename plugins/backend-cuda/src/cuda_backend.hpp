@@ -1,8 +1,10 @@
 // backend/cuda: the Backend op set, fused attention and a device description on one NVIDIA GPU.
 //
 // One CUDA stream per backend, created at construction: every op, copy and allocation reuse is
-// ordered on it, so ops are asynchronous and only copy_to_host, synchronize and the few ops that
-// must read device data to validate it (embedding ids, cross-entropy targets) wait for the GPU.
+// ordered on it, so ops are asynchronous and only copy_to_host and synchronize wait for the GPU.
+// Ops that validate device data (embedding ids, cross-entropy targets) record a bad value in the
+// device error record instead of reading it back; those wait points report it
+// (device_error_record.hpp), and TransferCounter counts them.
 // GEMM goes through cuBLASLt (cublaslt_gemm.cpp); every other op is a kernel of our own, one
 // .cu file per family. This class holds the state the ops share: the stream, the caching
 // allocator, a grow-only device scratch area and a pinned host staging area.
@@ -13,15 +15,18 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "caching_allocator.hpp"
+#include "device_error_record.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
+#include "loom/sdk/ops/transfer_counts.hpp"
 #include "loom_backend/argument_checks.hpp"
 
 // plugin.hpp brings toml++, which nvcc cannot parse: the .cu files only need the name.
@@ -39,7 +44,8 @@ class CublasLtGemm;
 class CudaBackend final : public loom::Backend,
                           public loom::FusedAttention,
                           public loom::DeviceDescription,
-                          public loom::OptimizerSteps {
+                          public loom::OptimizerSteps,
+                          public loom::TransferCounter {
  public:
   /// Reads options `device` (default -1: the launcher's local rank modulo the device count,
   /// device_placement.hpp), `tf32` and `sync_check` (also on with LOOM_CUDA_SYNC_CHECK=1).
@@ -142,6 +148,11 @@ class CudaBackend final : public loom::Backend,
                 const loom::SgdConstants& constants, double lr) override;
   loom::OptimizerStepReport read_report(const loom::OptimizerPlan& plan) override;
 
+  /// TransferCounter: every time the host waited for this GPU — copy_to_host, synchronize, the
+  /// sync_check waits (synchronizations) and a reuse of the staging area whose upload may still be
+  /// queued (a synchronization) — and copy_from_host calls.
+  loom::TransferCounts transfer_counts() const override;
+
   // ---- beyond the interface: for tests and `loom bench` ---------------------------------------
   /// The stream every op is enqueued on.
   cudaStream_t stream() const { return stream_; }
@@ -179,6 +190,8 @@ class CudaBackend final : public loom::Backend,
   void* staging(size_t bytes);
   /// Marks the end of the transfers enqueued from staging() (recorded on the stream).
   void staging_enqueued();
+  /// Where kernels record the first invalid id/target (device memory; index_checks.cuh).
+  DeviceErrorRecord* error_record() const { return error_record_; }
 
  private:
   /// Picks the device and creates the stream, the event and the GEMM engine.
@@ -188,6 +201,11 @@ class CudaBackend final : public loom::Backend,
   /// sync_check: waits for the stream and throws LOOM_E_DEVICE naming the last op entered through
   /// checks() if the device reports an error; `next` is what was about to run.
   void check_previous_op(const char* next) const;
+  /// Waits for the stream, reading the device error record on the way; returns the CUDA status.
+  cudaError_t wait_for_stream() const;
+  /// After wait_for_stream(): throws the recorded invalid id/target, if any, naming the wait point
+  /// `where`, and clears the record.
+  void report_device_error(const char* where) const;
   /// Scales c by beta (or zeroes it for beta = 0): the K = 0 case of gemm. Any strides.
   void scale_strided(const loom::Tensor& c, float beta);
 
@@ -205,6 +223,12 @@ class CudaBackend final : public loom::Backend,
   size_t scratch_bytes_ = 0;
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
+  mutable bool staging_pending_ = false;         // an upload through staging may still be queued
+  DeviceErrorRecord* error_record_ = nullptr;    // device memory, zeroed at construction
+  DeviceErrorRecord* error_snapshot_ = nullptr;  // pinned host copy, read at each wait
+  mutable std::atomic<uint64_t> device_to_host_copies_{0};
+  mutable std::atomic<uint64_t> synchronizations_{0};
+  std::atomic<uint64_t> host_to_device_copies_{0};
 };
 
 /// Blocks of `threads` for a grid-stride loop over `n` items (at least 1, capped so huge inputs

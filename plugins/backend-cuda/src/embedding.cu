@@ -1,20 +1,24 @@
-// Embedding gather (forward, also any row gather) and deterministic scatter-add (backward).
+// Embedding gather (forward, also any row gather) and deterministic scatter-add (backward), with
+// nothing read back to the host.
 //
-// "An id outside [0, V) is an error": the ids live on the device, so both ops copy them to the
-// host (pinned staging, one stream synchronisation per call) and validate them there before any
-// kernel touches the table: a bad id is a loom::Error naming its position, as on the CPU, and
-// never an out-of-bounds access. That sync is the price of the contract (once per embedding op
-// per step; the ids are small next to the rows they move).
+// "An id outside [0, V) is an error": both ops check their ids on the device (index_checks.cuh)
+// and record the first bad one, which the backend reports at its next wait point
+// (device_error_record.hpp); the kernels skip a bad id's row, so no access ever leaves the table.
 //
-// Scatter-add without float atomics: the host already holds the ids, so it groups the rows by id
-// with a stable counting sort (rows of one id stay in increasing order) and uploads the grouping;
-// one block per distinct id then adds that id's rows to its table row in row order, exactly the
-// order of backend/cpu, so results are bit-identical to the CPU's and run to run.
-#include <cstring>
-#include <vector>
+// Scatter-add without float atomics: the rows are grouped by id on the device by sorting one
+// 64-bit key per row, (id << row_bits) | row, with CUB's radix sort over just the bits in use. The
+// keys are distinct, so the order is total (rows of one id in increasing row order) whatever the
+// sort's stability. Then the block at the first sorted position of each id adds that id's rows to
+// its table row in that order — exactly backend/cpu's order, so results are bit-identical to the
+// CPU's and run to run. Bad ids sort last under the key V and are skipped.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <bit>
+#include <cstdint>
 
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
+#include "index_checks.cuh"
 #include "loom_backend/op_contracts.hpp"
 
 namespace loom_cuda {
@@ -24,69 +28,71 @@ constexpr int kThreads = 256;
 
 template <typename Id>
 __global__ void gather_kernel(const float* table, const Id* ids, float* out, int64_t n, int64_t cols,
-                              bool accumulate) {
+                              int64_t vocab, bool accumulate) {
   const int64_t total = n * cols;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
     const int64_t i = e / cols, c = e - i * cols;
-    const float v = table[static_cast<int64_t>(ids[i]) * cols + c];
+    const auto id = static_cast<int64_t>(ids[i]);
+    if (id < 0 || id >= vocab) continue;  // recorded by the id check; reported at the next wait
+    const float v = table[id * cols + c];
     out[e] = accumulate ? out[e] + v : v;
   }
 }
 
-/// Block u adds rows order[starts[u] .. starts[u+1]) of dout, in that order, to row unique_ids[u].
-__global__ void scatter_add_grouped_kernel(const float* dout, const int64_t* order, const int64_t* unique_ids,
-                                           const int64_t* starts, float* dtable, int64_t cols) {
-  const int64_t u = blockIdx.x;
-  const int64_t begin = starts[u], end = starts[u + 1];
-  float* dst = dtable + unique_ids[u] * cols;
+/// keys[i] = (group << row_bits) | i, group = ids[i] when in [0, vocab), else vocab (sorts last).
+template <typename Id>
+__global__ void grouping_keys_kernel(const Id* ids, int64_t n, int64_t vocab, int row_bits, uint64_t* keys) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const auto id = static_cast<int64_t>(ids[i]);
+    const auto group = static_cast<uint64_t>(id >= 0 && id < vocab ? id : vocab);
+    keys[i] = (group << row_bits) | static_cast<uint64_t>(i);
+  }
+}
+
+/// Block k adds, when sorted position k is the first of its id, the rows of that id (positions
+/// k, k+1, ... while the id is the same, in increasing row order) to the id's table row.
+__global__ void scatter_add_sorted_kernel(const float* dout, const uint64_t* keys, int64_t n, int row_bits,
+                                          int64_t vocab, float* dtable, int64_t cols) {
+  const int64_t k = blockIdx.x;
+  const auto id = static_cast<int64_t>(keys[k] >> row_bits);
+  if (id >= vocab) return;                                                   // a bad id: skipped
+  if (k > 0 && static_cast<int64_t>(keys[k - 1] >> row_bits) == id) return;  // not its id's first row
+  const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
+  float* dst = dtable + id * cols;
   for (int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x; c < cols;
        c += int64_t{gridDim.y} * blockDim.x) {
     float acc = dst[c];
-    for (int64_t k = begin; k < end; ++k) acc += dout[order[k] * cols + c];
+    for (int64_t j = k; j < n && static_cast<int64_t>(keys[j] >> row_bits) == id; ++j)
+      acc += dout[static_cast<int64_t>(keys[j] & row_mask) * cols + c];
     dst[c] = acc;
   }
 }
 
-}  // namespace
-
-/// The ids copied to the host as int64, after checking every one is in [0, vocab).
-static std::vector<int64_t> host_ids(CudaBackend& backend, const ArgumentChecks& check,
-                                     const loom::Tensor& ids, int64_t vocab) {
-  const int64_t n = ids.numel();
-  std::vector<int64_t> result(static_cast<size_t>(n));
-  if (n == 0) return result;
-  void* staged = backend.staging(ids.nbytes());
-  cuda_check(cudaMemcpyAsync(staged, ids.data, ids.nbytes(), cudaMemcpyDeviceToHost, backend.stream()),
-             check.op());
-  cuda_check(cudaStreamSynchronize(backend.stream()), check.op());
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t id = ids.dtype == DType::i32 ? static_cast<const int32_t*>(staged)[i]
-                                               : static_cast<const int64_t*>(staged)[i];
-    if (id < 0 || id >= vocab)
-      check.fail("ids[" + std::to_string(i) + "] = " + std::to_string(id) + " is outside [0, " +
-                 std::to_string(vocab) + ")");
-    result[static_cast<size_t>(i)] = id;
-  }
-  return result;
+size_t aligned(size_t bytes) {
+  return (bytes + 255) / 256 * 256;
 }
+
+}  // namespace
 
 void CudaBackend::embedding_gather(const loom::Tensor& table, const loom::Tensor& ids,
                                    const loom::Tensor& out, bool accumulate) {
   const auto check = checks("embedding_gather");
   const loom_backend::EmbeddingRows shape = loom_backend::check_embedding_gather(check, table, ids, out);
-  (void)host_ids(*this, check, ids, shape.vocab);
-  const int64_t n = shape.ids, cols = shape.cols;
+  const int64_t n = shape.ids, cols = shape.cols, vocab = shape.vocab;
+  check_indices_on_device(*this, CheckedOp::embedding_gather, ids, vocab, false, 0, nullptr);
+  check_launch("embedding_gather");
   if (n * cols == 0) return;
   const unsigned blocks = grid_for(n * cols, kThreads);
   if (ids.dtype == DType::i32)
-    gather_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const float*>(table.data),
-                                                    static_cast<const int32_t*>(ids.data),
-                                                    static_cast<float*>(out.data), n, cols, accumulate);
+    gather_kernel<<<blocks, kThreads, 0, stream_>>>(
+        static_cast<const float*>(table.data), static_cast<const int32_t*>(ids.data),
+        static_cast<float*>(out.data), n, cols, vocab, accumulate);
   else
-    gather_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const float*>(table.data),
-                                                    static_cast<const int64_t*>(ids.data),
-                                                    static_cast<float*>(out.data), n, cols, accumulate);
+    gather_kernel<<<blocks, kThreads, 0, stream_>>>(
+        static_cast<const float*>(table.data), static_cast<const int64_t*>(ids.data),
+        static_cast<float*>(out.data), n, cols, vocab, accumulate);
   check_launch("embedding_gather");
 }
 
@@ -96,40 +102,44 @@ void CudaBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Te
   const loom_backend::EmbeddingRows shape =
       loom_backend::check_embedding_scatter_add(check, dout, ids, dtable);
   const int64_t n = shape.ids, cols = shape.cols, vocab = shape.vocab;
-  const std::vector<int64_t> id = host_ids(*this, check, ids, vocab);
-  if (n == 0 || cols == 0) return;
+  check_indices_on_device(*this, CheckedOp::embedding_scatter_add, ids, vocab, false, 0, nullptr);
+  check_launch("embedding_scatter_add");
+  if (n == 0 || cols == 0 || vocab == 0) return;  // (with V = 0 every id is bad, and recorded)
 
-  // Stable counting sort of the rows by id: metadata = [order (n) | unique ids (U) | starts (U+1)].
-  std::vector<int64_t> count(static_cast<size_t>(vocab) + 1, 0);
-  for (int64_t v : id) ++count[static_cast<size_t>(v) + 1];
-  for (size_t v = 1; v < count.size(); ++v) count[v] += count[v - 1];  // count[v] = first slot of id v
-  std::vector<int64_t> metadata(static_cast<size_t>(n));
-  std::vector<int64_t> next(count.begin(), count.end() - 1);
-  for (int64_t i = 0; i < n; ++i) metadata[static_cast<size_t>(next[static_cast<size_t>(id[i])]++)] = i;
-  std::vector<int64_t> unique_ids, starts;
-  for (int64_t v = 0; v < vocab; ++v)
-    if (count[static_cast<size_t>(v) + 1] > count[static_cast<size_t>(v)]) {
-      unique_ids.push_back(v);
-      starts.push_back(count[static_cast<size_t>(v)]);
-    }
-  starts.push_back(n);
-  const auto distinct = static_cast<int64_t>(unique_ids.size());
-  metadata.insert(metadata.end(), unique_ids.begin(), unique_ids.end());
-  metadata.insert(metadata.end(), starts.begin(), starts.end());
-
-  const size_t bytes = metadata.size() * sizeof(int64_t);
-  void* staged = staging(bytes);
-  std::memcpy(staged, metadata.data(), bytes);
-  auto* device_metadata = static_cast<int64_t*>(scratch(bytes));
-  cuda_check(cudaMemcpyAsync(device_metadata, staged, bytes, cudaMemcpyHostToDevice, stream_),
-             "embedding_scatter_add");
-  staging_enqueued();
-
-  const dim3 grid(static_cast<unsigned>(distinct), static_cast<unsigned>((cols + kThreads - 1) / kThreads));
-  check.require(distinct <= 2147483647, "too many distinct ids");
-  scatter_add_grouped_kernel<<<grid, kThreads, 0, stream_>>>(
-      static_cast<const float*>(dout.data), device_metadata, device_metadata + n,
-      device_metadata + n + distinct, static_cast<float*>(dtable.data), cols);
+  // Key bits: the row needs bit_width(n − 1), the id bit_width(V) (so that V itself, the bad ids'
+  // group, fits).
+  check.require(n <= 2147483647, "more than 2^31 − 1 ids");
+  const int row_bits = std::bit_width(static_cast<uint64_t>(n - 1));
+  const int key_bits = row_bits + std::bit_width(static_cast<uint64_t>(vocab));
+  check.require(key_bits <= 64, "the ids do not fit the 64-bit grouping key (vocabulary " +
+                                    std::to_string(vocab) + ", " + std::to_string(n) + " ids)");
+  const int items = static_cast<int>(n);
+  size_t sort_bytes = 0;
+  cuda_check(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
+                                            static_cast<uint64_t*>(nullptr), items, 0, key_bits, stream_),
+             "embedding_scatter_add: radix sort size");
+  // Scratch: [keys (n) | sorted keys (n) | the sort's temporary storage].
+  const size_t key_bytes = aligned(static_cast<size_t>(n) * sizeof(uint64_t));
+  char* area = static_cast<char*>(scratch(2 * key_bytes + sort_bytes));
+  auto* keys = reinterpret_cast<uint64_t*>(area);
+  auto* sorted = reinterpret_cast<uint64_t*>(area + key_bytes);
+  const unsigned blocks = grid_for(n, kThreads);
+  if (ids.dtype == DType::i32)
+    grouping_keys_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const int32_t*>(ids.data), n, vocab,
+                                                           row_bits, keys);
+  else
+    grouping_keys_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const int64_t*>(ids.data), n, vocab,
+                                                           row_bits, keys);
+  check_launch("embedding_scatter_add");
+  cuda_check(cub::DeviceRadixSort::SortKeys(area + 2 * key_bytes, sort_bytes, keys, sorted, items, 0,
+                                            key_bits, stream_),
+             "embedding_scatter_add: radix sort");
+  const int64_t column_blocks = (cols + kThreads - 1) / kThreads;
+  check.require(column_blocks <= 65535, "more than 65535·256 columns");
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(column_blocks));
+  scatter_add_sorted_kernel<<<grid, kThreads, 0, stream_>>>(static_cast<const float*>(dout.data), sorted, n,
+                                                            row_bits, vocab, static_cast<float*>(dtable.data),
+                                                            cols);
   check_launch("embedding_scatter_add");
 }
 

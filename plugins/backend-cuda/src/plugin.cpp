@@ -1,5 +1,5 @@
-// The backend-cuda plugin: component backend/cuda, offering fused attention, its device description
-// and the optimizer passes.
+// The backend-cuda plugin: component backend/cuda, offering fused attention, its device description,
+// the optimizer passes and the count of the host's waits for the device.
 #include "loom/sdk/plugin.hpp"
 
 #include "cuda_backend.hpp"
@@ -7,4 +7,5 @@
 LOOM_PLUGIN("backend-cuda", "0.1.0", "Compute backend on an NVIDIA GPU (cuBLASLt GEMM, CUDA kernels)",
             loom::component<loom::Backend, loom_cuda::CudaBackend>(
                 "cuda", "0.2.0", "f32 + bf16/f16 ops and fused attention on one GPU; options device, tf32",
-                loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps>{}))
+                loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps,
+                             loom::TransferCounter>{}))

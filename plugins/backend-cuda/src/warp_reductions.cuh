@@ -1,10 +1,11 @@
-// Sums, maxima over a warp and over a block, in a fixed butterfly/tree order, so every reduction
-// built on them is deterministic.
+// Sums, maxima and minima over a warp and over a block, in a fixed butterfly/tree order, so every
+// reduction built on them is deterministic.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdint>
 
 namespace loom_cuda {
 
@@ -45,6 +46,26 @@ __device__ __forceinline__ float block_max(float v, float* shared) {
   __syncthreads();
   const float total = lane < warps ? shared[lane] : -INFINITY;
   return warp_max(total);
+}
+
+/// Smallest int64 over a block (as block_sum): the first index of something, INT64_MAX for none.
+__device__ __forceinline__ int64_t block_min(int64_t v, int64_t* shared) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const int64_t other = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = other < v ? other : v;
+  }
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : INT64_MAX;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const int64_t other = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = other < v ? other : v;
+  }
+  return v;
 }
 
 }  // namespace loom_cuda

@@ -49,9 +49,7 @@ TEST_F(LossReductionsTest, CrossEntropyOptionalOutputsAbsentAndAllIgnored) {
                mean_g = upload(HostTensor::of({7.0f}, DType::f32, {1}));
   gpu->cross_entropy(logits_g.view(), t_g.view(), width, -1, 1.0f, mean_g.view(), {}, {}, {});
   expect_equal(mean_g.download(*gpu).floats(), {0.0f}, "mean over no rows");
-  DeviceTensor bad = upload(HostTensor::ids({0, 1, 8, 2}, DType::i64, {rows}));
-  EXPECT_THROW(gpu->cross_entropy(logits_g.view(), bad.view(), width, -1, 1.0f, mean_g.view(), {}, {}, {}),
-               loom::Error);
+  // A bad target is reported at the next wait point: device_error_record_test.cpp.
 }
 
 TEST_F(LossReductionsTest, SumSquaresPerSegmentAndGlobalNorm) {

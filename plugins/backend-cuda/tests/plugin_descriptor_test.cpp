@@ -1,7 +1,8 @@
 // The built plugin through its C entry point (no host, no GPU needed): the descriptor names
 // backend/cuda at interface version 2, a dry run validates options without a device, unknown
 // options are refused (LOOM_CUDA_SYNC_CHECK too), and without a GPU construction fails as
-// "unsupported", never a crash.
+// "unsupported", never a crash; a dry-run backend offers its named interfaces (its transfer counts
+// among them, all zero).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "loom/sdk/interfaces.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/transfer_counts.hpp"
 #include "loom/sdk/plugin_abi.h"
 
 namespace loom_cuda_test {
@@ -36,8 +38,9 @@ class PluginDescriptorTest : public ::testing::Test {
   void TearDown() override {
     if (handle_ != nullptr) dlclose(handle_);
   }
-  /// Runs the component's factory on `toml`; returns the status and fills `message`.
-  loom_status create(const std::string& toml, bool dry_run, std::string& message) {
+  /// Runs the component's factory on `toml`; returns the status and fills `message`. The object is
+  /// destroyed, or handed to `*kept` (the caller destroys it) when `kept` is given.
+  loom_status create(const std::string& toml, bool dry_run, std::string& message, void** kept = nullptr) {
     const loom_component_desc& component = plugin_->components[0];
     loom_create_args args{};
     args.struct_size = sizeof args;
@@ -54,7 +57,10 @@ class PluginDescriptorTest : public ::testing::Test {
     void* made = nullptr;
     const loom_status status = component.create(&args, &made, &error);
     message = text;
-    if (status == LOOM_OK && made != nullptr) component.destroy(made);
+    if (kept != nullptr)
+      *kept = made;
+    else if (status == LOOM_OK && made != nullptr)
+      component.destroy(made);
     return status;
   }
 
@@ -72,8 +78,25 @@ TEST_F(PluginDescriptorTest, DescribesBackendCudaOfferingFusedAttentionAndItsDev
   EXPECT_EQ(component.interface_version, loom::Backend::kInterfaceVersion);
   ASSERT_NE(component.query_interface, nullptr);
   // Asked about a null object, a component answers nullptr whatever the name; what it offers is
-  // checked on a created backend in the GPU tests (attention_test.cpp).
+  // checked on a dry-run backend below.
   EXPECT_EQ(component.query_interface(nullptr, loom::FusedAttention::kInterfaceName, 1), nullptr);
+}
+
+TEST_F(PluginDescriptorTest, ADryRunBackendOffersItsNamedInterfacesAndCountsNoWaits) {
+  const loom_component_desc& component = plugin_->components[0];
+  std::string message;
+  void* made = nullptr;
+  ASSERT_EQ(create("", true, message, &made), LOOM_OK) << message;
+  ASSERT_NE(made, nullptr);
+  const auto* counter = loom::find_interface<loom::TransferCounter>(component.query_interface, made);
+  ASSERT_NE(counter, nullptr) << "backend/cuda does not offer " << loom::TransferCounter::kInterfaceName;
+  const loom::TransferCounts counts = counter->transfer_counts();
+  EXPECT_EQ(counts.device_to_host_copies, 0u);
+  EXPECT_EQ(counts.synchronizations, 0u);
+  EXPECT_EQ(counts.host_to_device_copies, 0u);
+  EXPECT_NE(loom::find_interface<loom::FusedAttention>(component.query_interface, made), nullptr);
+  EXPECT_NE(loom::find_interface<loom::DeviceDescription>(component.query_interface, made), nullptr);
+  component.destroy(made);
 }
 
 TEST_F(PluginDescriptorTest, DryRunValidatesOptionsWithoutADevice) {

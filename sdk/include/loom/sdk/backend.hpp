@@ -20,6 +20,12 @@
 //   and are deterministic for a fixed thread count; dropout does not depend on it at all.
 // - Ops are asynchronous on devices that are: call synchronize() before reading results on the
 //   host through other means than copy_to_host (which synchronizes).
+// - Invalid VALUES in device memory (an embedding id, a cross-entropy target out of range) are
+//   errors too, but a device backend need not read them back at the call to find them: it may
+//   report them at its next synchronisation (copy_to_host or synchronize) instead, as the same
+//   loom::Error naming the op and position ("embedding_gather: ids[7] = 30522 is outside
+//   [0, 30522)"), once. The outputs of the op that found them are then unspecified. backend/cpu
+//   throws at the call.
 #pragma once
 
 #include <cstddef>
@@ -166,12 +172,14 @@ class Backend {
 
   /// out[i, :] = table[ids[i], :] (OVERWRITE), or out[i, :] += table[ids[i], :] when accumulate.
   /// table: f32 [V, C]; ids: i32|i64 with n elements (any shape, contiguous); out: f32 [..., C]
-  /// with n rows. An id outside [0, V) is an error. Also gathers rows of any activation
+  /// with n rows. An id outside [0, V) is an error (on a device backend possibly reported at the
+  /// next synchronisation: see the conventions above). Also gathers rows of any activation
   /// (masked MLM positions, [CLS] rows) when `table` is that activation seen as [rows, C].
   virtual void embedding_gather(const Tensor& table, const Tensor& ids, const Tensor& out,
                                 bool accumulate) = 0;
   /// ACCUMULATE dtable[ids[i], :] += dout[i, :] (repeated ids add up; deterministic order).
-  /// dout: f32 [..., C] with n rows; ids: i32|i64, n elements; dtable: f32 [V, C].
+  /// dout: f32 [..., C] with n rows; ids: i32|i64, n elements; dtable: f32 [V, C]. An id outside
+  /// [0, V) is an error, reported as embedding_gather's is.
   virtual void embedding_scatter_add(const Tensor& dout, const Tensor& ids, const Tensor& dtable) = 0;
 
   // ---- loss -----------------------------------------------------------------------------------
@@ -179,7 +187,8 @@ class Backend {
   /// Softmax cross-entropy over rows, forward and (optionally) backward in one pass.
   /// logits: f32 [N, Cpad] where only the first `num_classes` columns are classes (the rest is
   /// vocab padding and never takes part); targets: i32|i64 [N], a row whose target equals
-  /// `ignore_index` is ignored, any other target must be in [0, num_classes).
+  /// `ignore_index` is ignored, any other target must be in [0, num_classes) (else an error, on a
+  /// device backend possibly reported at the next synchronisation: see the conventions above).
   /// OVERWRITE mean_loss: f32 [1] = mean of −log softmax(logits)[target] over the R non-ignored
   /// rows (0 when R = 0). Optional outputs (absent = not computed), all OVERWRITE:
   /// dlogits: f32 [N, Cpad] = grad_scale·(softmax − onehot)/R on class columns, 0 on padding
