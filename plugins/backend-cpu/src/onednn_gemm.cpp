@@ -7,6 +7,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
@@ -92,9 +93,15 @@ OneDnnGemm::OneDnnGemm(int threads)
     : state_(std::make_unique<State>()), threads_(threads), native_bf16_(probe_bf16_matmul(state_->engine)) {}
 OneDnnGemm::~OneDnnGemm() = default;
 
+int OneDnnGemm::threads_for(const GemmProblem& p) const {
+  const double flops = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
+                       static_cast<double>(p.batch[0] * p.batch[1]);
+  return std::clamp(static_cast<int>(flops / kFlopsPerThread), 1, threads_);
+}
+
 void OneDnnGemm::run(const GemmProblem& p) {
   if (p.m == 0 || p.n == 0) return;
-  OmpThreadScope scope(threads_);
+  OmpThreadScope scope(threads_for(p));
   const bool single = p.batch_dims == 0 || (p.batch[0] * p.batch[1] == 1);
   if (single && p.input_dtype == loom::DType::f32 && p.output_dtype == loom::DType::f32) {
     const dnnl_status_t status =

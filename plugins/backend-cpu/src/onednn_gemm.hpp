@@ -33,8 +33,18 @@ class OneDnnGemm {
   OneDnnGemm(const OneDnnGemm&) = delete;
   OneDnnGemm& operator=(const OneDnnGemm&) = delete;
 
-  /// Runs `problem` with this object's thread count; matmul primitives are cached by geometry.
+  /// Runs `problem` on threads_for(problem) threads; matmul primitives are cached by geometry.
   void run(const GemmProblem& problem);
+  /// One thread per kFlopsPerThread of the product's work, at least 1, at most this object's
+  /// thread count. A smaller product gains less from a second thread than the fork and join
+  /// cost, and on a busy machine every join also waits until the other thread is scheduled again
+  /// (one 128-token bert-tiny inference request under a load of 6 on 2 cores: p50 242 ms with
+  /// every GEMM on 2 threads, 13-20 ms with this; docs/performance.md). A function of the
+  /// geometry only, so a cached primitive always runs with the thread count it was created for,
+  /// as oneDNN requires.
+  int threads_for(const GemmProblem& problem) const;
+  /// About 60 µs of one core's fp32 GEMM on the machines measured (docs/performance.md).
+  static constexpr double kFlopsPerThread = 4e6;
   /// Whether oneDNN multiplies bf16 on this CPU (it needs AVX-512; probed once, at construction,
   /// by creating a small bf16 matmul). Without it bf16 products must be widened to f32 first.
   bool native_bf16() const { return native_bf16_; }
