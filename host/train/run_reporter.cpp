@@ -2,9 +2,11 @@
 #include "train/run_reporter.hpp"
 
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <toml++/toml.h>
 
 #include "files/atomic_file.hpp"
 #include "metrics/metrics_stream_protocol.hpp"
@@ -13,6 +15,21 @@ namespace fs = std::filesystem;
 
 namespace loom::host {
 
+std::string without_metrics_token(const std::string& resolved_recipe) {
+  toml::table recipe;
+  try {
+    recipe = toml::parse(resolved_recipe);
+  } catch (const toml::parse_error&) {
+    return resolved_recipe;  // parsed once already; never fails a run over a copy for reading
+  }
+  toml::table* metrics = recipe["metrics"].as_table();
+  if (metrics == nullptr || !metrics->contains("token")) return resolved_recipe;
+  metrics->insert_or_assign("token", "(set; not written here)");
+  std::ostringstream out;
+  out << toml::toml_formatter{recipe} << "\n";
+  return out.str();
+}
+
 RunReporter::RunReporter(bool leader, const RunSettings& settings, const TrainOptions& options,
                          const std::string& resolved_recipe, int world, uint64_t start_step,
                          const fs::path& resumed_from, RunControl& control)
@@ -20,7 +37,7 @@ RunReporter::RunReporter(bool leader, const RunSettings& settings, const TrainOp
   if (!leader_) return;
   const fs::path run_dir = settings.run_directory();
   fs::create_directories(run_dir);
-  write_file_atomically(run_dir / "recipe.resolved.toml", resolved_recipe);
+  write_file_atomically(run_dir / "recipe.resolved.toml", without_metrics_token(resolved_recipe));
   log_ = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl", start_step);
   if (log_->dropped() > 0)
     spdlog::warn(

@@ -2,7 +2,7 @@
 // (`[metrics] listen`, loom-dash over TCP), an in-process observer (loom-dash running the recipe
 // itself) and the console. Rank 0 reports; on the other ranks every call does nothing.
 //
-// Opening writes recipe.resolved.toml, continues metrics.jsonl from the start step (an "event"
+// Opening writes recipe.resolved.toml (without a [metrics] token), continues metrics.jsonl from the start step (an "event"
 // record says when a resumed run dropped records an earlier attempt wrote past its checkpoint),
 // starts the stream and sends every listener the hello.
 #pragma once
@@ -23,6 +23,10 @@
 #include "train/trainer.hpp"
 
 namespace loom::host {
+
+/// `resolved_recipe` with [metrics] token replaced by a placeholder: the copy in the run directory
+/// is for reading by anyone who can read the directory, the token only for the run's clients.
+std::string without_metrics_token(const std::string& resolved_recipe);
 
 class RunReporter {
  public:
