@@ -2,6 +2,7 @@
 #include "train/run_checkpoint.hpp"
 
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -51,8 +52,8 @@ RunState run_state_from_json(const nlohmann::json& json, const std::string& sour
 }
 
 void write_run_checkpoint(const fs::path& directory, const Model& model, const BertConfig& config,
-                          const loom::Tokenizer* tokenizer, loom::Optimizer* optimizer,
-                          const RunState& state) {
+                          const loom::Tokenizer* tokenizer, loom::Optimizer* optimizer, const RunState& state,
+                          const BackendOptimizerState* on_backend) {
   write_bert_config(config, directory / "config.json");
   // On a device backend a fresh host copy of the master weights (checkpoints are rare).
   HostMirror master(model.backend(), model.master());
@@ -70,6 +71,13 @@ void write_run_checkpoint(const fs::path& directory, const Model& model, const B
   if (optimizer != nullptr && optimizer->num_state_tensors() > 0) {
     SafetensorsWriter writer;
     for (size_t i = 0; i < optimizer->num_state_tensors(); ++i) {
+      if (on_backend != nullptr) {
+        const loom::BackendStateTensor t = on_backend->optimizer.backend_state(i);
+        HostMirror copy(on_backend->backend, t.tensor);
+        copy.pull();
+        writer.add_f32(t.name, {static_cast<int64_t>(copy.size())}, {copy.data(), copy.size()});
+        continue;
+      }
       const loom::OptimizerStateTensor t = optimizer->state_tensor(i);
       writer.add_f32(t.name, {static_cast<int64_t>(t.count)}, {t.data, t.count});
     }
@@ -101,19 +109,33 @@ CheckpointLoadReport load_model_weights(Model& model, const SafetensorsFile& fil
   return report;
 }
 
-void load_optimizer_state(loom::Optimizer& optimizer, const fs::path& directory) {
+void load_optimizer_state(loom::Optimizer& optimizer, const fs::path& directory,
+                          const BackendOptimizerState* on_backend) {
   const fs::path path = directory / "optimizer.safetensors";
   if (optimizer.num_state_tensors() == 0) return;
   const SafetensorsFile file = SafetensorsFile::open(path);
   for (size_t i = 0; i < optimizer.num_state_tensors(); ++i) {
-    const loom::OptimizerStateTensor t = optimizer.state_tensor(i);
-    const SafetensorsTensor* stored = file.find(t.name);
+    // The destination: the host tensor itself, or a host copy of the backend's that is pushed back.
+    std::unique_ptr<HostMirror> copy;
+    const char* name = nullptr;
+    float* data = nullptr;
+    size_t count = 0;
+    if (on_backend != nullptr) {
+      const loom::BackendStateTensor t = on_backend->optimizer.backend_state(i);
+      copy = std::make_unique<HostMirror>(on_backend->backend, t.tensor);
+      name = t.name, data = copy->data(), count = copy->size();
+    } else {
+      const loom::OptimizerStateTensor t = optimizer.state_tensor(i);
+      name = t.name, data = t.data, count = t.count;
+    }
+    const SafetensorsTensor* stored = file.find(name);
     if (stored == nullptr)
-      throw std::runtime_error(fmt::format("{}: no optimizer state '{}'", path.string(), t.name));
-    if (stored->dtype != SafetensorsDtype::kF32 || static_cast<size_t>(stored->element_count()) != t.count)
+      throw std::runtime_error(fmt::format("{}: no optimizer state '{}'", path.string(), name));
+    if (stored->dtype != SafetensorsDtype::kF32 || static_cast<size_t>(stored->element_count()) != count)
       throw std::runtime_error(fmt::format("{}: optimizer state '{}' has {} elements, the model needs {} F32",
-                                           path.string(), t.name, stored->element_count(), t.count));
-    std::memcpy(t.data, stored->data, t.count * sizeof(float));
+                                           path.string(), name, stored->element_count(), count));
+    std::memcpy(data, stored->data, count * sizeof(float));
+    if (copy) copy->push();
   }
 }
 

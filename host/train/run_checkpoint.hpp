@@ -16,6 +16,7 @@
 #include "checkpoint/bert_checkpoint.hpp"
 #include "model/bert_config.hpp"
 #include "model/model.hpp"
+#include "loom/sdk/backend_optimizer.hpp"
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/optimizer.hpp"
 #include "loom/sdk/precision.hpp"
@@ -38,11 +39,21 @@ nlohmann::json run_state_to_json(const RunState& state);
 /// Throws std::runtime_error naming `source` and the key on a missing or malformed field.
 RunState run_state_from_json(const nlohmann::json& json, const std::string& source);
 
+/// An optimizer whose state tensors live in backend memory (after BackendOptimizer::attach, the
+/// backend path of backend_update.hpp): checkpoints read and write them through host copies, in the
+/// same files and bytes as an optimizer on the host, so either path resumes the other's checkpoints.
+struct BackendOptimizerState {
+  loom::BackendOptimizer& optimizer;
+  loom::Backend& backend;
+};
+
 /// Writes config.json, model.safetensors, vocab.txt (when `tokenizer`), optimizer.safetensors
-/// (when `optimizer`) and state.json into `directory`.
+/// (when `optimizer`; its state read from the backend when `on_backend`) and state.json into
+/// `directory`.
 void write_run_checkpoint(const std::filesystem::path& directory, const Model& model,
                           const BertConfig& config, const loom::Tokenizer* tokenizer,
-                          loom::Optimizer* optimizer, const RunState& state);
+                          loom::Optimizer* optimizer, const RunState& state,
+                          const BackendOptimizerState* on_backend = nullptr);
 
 /// Loads model.safetensors of `directory` into the model's master weights (see bert_checkpoint.hpp
 /// for `options`) and refreshes its working weights.
@@ -53,9 +64,10 @@ CheckpointLoadReport load_model_weights(Model& model, const std::filesystem::pat
 CheckpointLoadReport load_model_weights(Model& model, const SafetensorsFile& file,
                                         const CheckpointLoadOptions& options);
 
-/// Restores the optimizer's state tensors from optimizer.safetensors; throws naming the file when
-/// a tensor is missing or has another size.
-void load_optimizer_state(loom::Optimizer& optimizer, const std::filesystem::path& directory);
+/// Restores the optimizer's state tensors from optimizer.safetensors (into backend memory when
+/// `on_backend`); throws naming the file when a tensor is missing or has another size.
+void load_optimizer_state(loom::Optimizer& optimizer, const std::filesystem::path& directory,
+                          const BackendOptimizerState* on_backend = nullptr);
 
 /// Reads state.json of `directory`.
 RunState read_run_state(const std::filesystem::path& directory);

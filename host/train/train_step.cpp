@@ -74,15 +74,26 @@ double average_over_ranks(const StepParts& p, const MicroBatchesRun& run) {
   return blocked;
 }
 
+// The precision policy's decision from a scan of the gradients' host view.
+loom::PrecisionDecision decide_on_host(const StepParts& p) {
+  const bool nonfinite = p.components.precision.invoke(
+      &loom::Precision::any_nonfinite, static_cast<const float*>(p.grads.data()), p.grads.size());
+  return p.components.precision.invoke(&loom::Precision::after_backward, nonfinite);
+}
+
 void apply_update(const StepParts& p, double grad_scale, StepOutcome& out) {
   const Component<loom::Optimizer>& optimizer = p.components.optimizer;
   const double base_lr = optimizer.invoke(&loom::Optimizer::base_lr);
   const uint64_t done = optimizer.invoke(&loom::Optimizer::successful_steps);
   out.lr = p.components.schedule.invoke(&loom::Schedule::lr, base_lr, done);
+  out.applied = true;
+  if (p.backend_update != nullptr) {  // master weights, state and gradients stay on the backend
+    p.backend_update->update(loom::OptimizerStepArgs{out.lr, grad_scale});
+    return;
+  }
   const loom::OptimizerStepResult result = optimizer.invoke(
       &loom::Optimizer::step, p.master.data(), p.grads.data(), loom::OptimizerStepArgs{out.lr, grad_scale});
   out.grad_norm = result.grad_norm;
-  out.applied = true;
   p.master.push();
   p.model.refresh_compute_weights();
 }
@@ -96,13 +107,11 @@ StepOutcome train_step(const StepParts& p, uint64_t step, bool measure_mlm_accur
   p.model.zero_grads();
   out.loss_scale = p.components.precision.invoke(&loom::Precision::loss_scale);
   const MicroBatchesRun run = accumulate_gradients(p, step, out.loss_scale, measure_mlm_accuracy, out.losses);
-  p.grads.pull();  // on a device backend: the step's one bulk device → host copy
+  if (p.backend_update == nullptr) p.grads.pull();  // host path on a device: one bulk device → host copy
   if (p.group.world > 1) out.allreduce_seconds = average_over_ranks(p, run);
-  const bool nonfinite = p.components.precision.invoke(
-      &loom::Precision::any_nonfinite, static_cast<const float*>(p.grads.data()), p.grads.size());
-  const loom::PrecisionDecision decision =
-      p.components.precision.invoke(&loom::Precision::after_backward, nonfinite);
+  const loom::PrecisionDecision decision = p.backend_update ? p.backend_update->decide() : decide_on_host(p);
   if (decision.apply) apply_update(p, decision.grad_scale, out);
+  if (p.backend_update != nullptr && measure_mlm_accuracy) out.grad_norm = p.backend_update->last_grad_norm();
   if (p.transfer_counter)
     out.host_waits =
         static_cast<int64_t>(loom::host_waits(p.transfer_counter->transfer_counts()) - waits_before);

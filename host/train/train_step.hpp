@@ -3,7 +3,8 @@
 //   zero gradients
 //   k micro-batches: next batch → upload → forward (dropout keyed by step and micro-batch) →
 //                    backward with loss scale / k, so the gradients are the mean over micro-batches
-//   gradients to the host view (one bulk copy on a device backend: host_mirror.hpp)
+//   gradients to the host view (one bulk copy on a device backend: host_mirror.hpp), unless the
+//                    step ends on the backend (backend_update.hpp: no gradient or weight copies)
 //   several ranks:   mean over ranks (buckets that overlapped the last backward, or one all-reduce:
 //                    gradient_sync.hpp); at an epoch's end, rescaled to the batches that ran
 //   precision:       non-finite check → apply or skip (dynamic loss scaling backs off on a skip)
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "eval/evaluator.hpp"
 #include "loom/sdk/ops/transfer_counts.hpp"
@@ -22,6 +24,7 @@
 #include "model/host_batch_buffers.hpp"
 #include "model/host_mirror.hpp"
 #include "model/model.hpp"
+#include "train/backend_update.hpp"
 #include "train/data_parallel.hpp"
 #include "train/gradient_sync.hpp"
 #include "train/instance_trace.hpp"
@@ -44,7 +47,9 @@ struct StepOutcome {
   bool applied = false;          ///< false: the precision policy skipped it (non-finite gradients)
   double loss_scale = 0;         ///< the loss scale backward used
   double lr = 0;                 ///< the learning rate of the update (0 when skipped)
-  double grad_norm = 0;          ///< the update's global gradient norm (0 when skipped)
+  /// The global gradient norm of the run's last applied update, when known: this step's when
+  /// applied on the host path; read from the backend at log steps on the backend path.
+  std::optional<double> grad_norm;
   double allreduce_seconds = 0;  ///< time blocked in the gradient all-reduce
   /// Times the step made the host wait for the backend (copies to the host, synchronisations),
   /// on a backend that counts them (TransferCounter); -1 otherwise.
@@ -60,6 +65,7 @@ struct StepParts {
   HostBatchBuffers& buffers;
   HostMirror& master;  ///< host view of the flat master weights
   HostMirror& grads;   ///< host view of the flat gradients
+  BackendUpdate* backend_update;  ///< the backend path, or nullptr for the host path
   GradientSync& sync;
   LossSums& loss_sums;  ///< where each micro-batch's losses are added, on the backend
   const loom::TransferCounter* transfer_counter;  ///< the backend's, or nullptr

@@ -15,6 +15,7 @@
 #include "recipe/errors.hpp"
 #include "recipe/run_settings.hpp"
 #include "recipe/stream_address.hpp"
+#include "train/backend_update.hpp"
 #include "train/launch_environment.hpp"
 #include "train/log_window.hpp"
 #include "train/run_checkpoint.hpp"
@@ -40,6 +41,8 @@ struct Trainer::State {
   RunComponents components;
   int rank = 0, world = 1;
   ModelSetup setup;
+  // The end of each step on the backend when everything offers it, else null (backend_update.hpp).
+  std::unique_ptr<BackendUpdate> backend_update;
   // What host code reads and writes of the flat master weights and gradients (host_mirror.hpp).
   std::unique_ptr<HostMirror> master_host, grads_host;
   std::unique_ptr<BatchStaging> staging;
@@ -52,6 +55,11 @@ struct Trainer::State {
   RankGroup group() const { return {components.communicator, components.communicator2, rank, world}; }
   Model& model() { return *setup.model; }
   loom::Backend& backend() { return *components.backend.get(); }
+  // The optimizer's state in backend memory on the backend path (checkpoints copy it), else none.
+  std::optional<BackendOptimizerState> optimizer_on_backend() const {
+    if (!backend_update) return std::nullopt;
+    return BackendOptimizerState{backend_update->optimizer(), *components.backend.get()};
+  }
 
   void open_datasets_and_build_model(const Recipe& recipe, const PluginRegistry& registry);
   GradientSync gradient_sync();
@@ -84,7 +92,7 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
   s.resume_or_initialise();
   s.master_host = std::make_unique<HostMirror>(s.backend(), s.model().master());
   s.grads_host = std::make_unique<HostMirror>(s.backend(), s.model().grads());
-  if (s.master_host->copies())
+  if (s.master_host->copies() && !s.backend_update)
     spdlog::info(
         "backend memory is not host-addressable: the optimizer, precision checks and "
         "gradient all-reduce work on host copies (one gradient download, one weight upload "
@@ -133,7 +141,7 @@ TrainSummary Trainer::run() {
     const StepOutcome outcome = train_step(parts, s.step, log_step);
     ++s.step;
     window.add(outcome);
-    if (outcome.applied) grad_norm = outcome.grad_norm;
+    if (outcome.grad_norm) grad_norm = *outcome.grad_norm;
     if (log_step) {
       const uint64_t skipped = c.precision.invoke(&loom::Precision::skipped_steps);
       const nlohmann::json record =
@@ -174,10 +182,19 @@ GradientSync Trainer::State::gradient_sync() {
 }
 
 StepParts Trainer::State::step_parts(GradientSync& sync, LossSums& loss_sums, InstanceTrace& trace) {
-  return StepParts{components, model(),       *staging,
-                   *buffers,   *master_host,  *grads_host,
-                   sync,       loss_sums,     components.backend.find<loom::TransferCounter>(),
-                   group(),    settings.seed, settings.grad_accumulation,
+  return StepParts{components,
+                   model(),
+                   *staging,
+                   *buffers,
+                   *master_host,
+                   *grads_host,
+                   backend_update.get(),
+                   sync,
+                   loss_sums,
+                   components.backend.find<loom::TransferCounter>(),
+                   group(),
+                   settings.seed,
+                   settings.grad_accumulation,
                    trace};
 }
 
@@ -223,6 +240,7 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
   const auto segments = model().parameters().segments();
   c.optimizer.invoke(&loom::Optimizer::setup, segments.data(), segments.size(),
                      model().parameters().total_elements());
+  backend_update = BackendUpdate::attach_if_offered(c, model(), world);  // before any state is restored
   c.schedule.invoke(&loom::Schedule::setup, settings.steps);
 }
 
@@ -246,7 +264,10 @@ void Trainer::State::resume_or_initialise() {
 
   if (resume_from) {
     load_model_weights(model(), *resume_from, {});
-    c.optimizer.call([&](loom::Optimizer& o) { load_optimizer_state(o, *resume_from); });
+    const std::optional<BackendOptimizerState> on_backend = optimizer_on_backend();
+    c.optimizer.call([&](loom::Optimizer& o) {
+      load_optimizer_state(o, *resume_from, on_backend ? &*on_backend : nullptr);
+    });
     const RunState saved = read_run_state(*resume_from);
     if (saved.seed != settings.seed)
       spdlog::warn("resuming with seed {} from a checkpoint written with seed {}", settings.seed, saved.seed);
@@ -282,9 +303,10 @@ void Trainer::State::save_checkpoint(RunReporter& reporter, TrainSummary& summar
   state.recipe_sha256 = sha256_hex(resolved_recipe.data(), resolved_recipe.size());
   state.sdk_version = loom::kSdkVersion;
   if (rank != 0) return;
+  const std::optional<BackendOptimizerState> on_backend = optimizer_on_backend();
   summary.last_checkpoint = store->commit(step, [&](const fs::path& dir) {
     write_run_checkpoint(dir, model(), setup.bert_config, c.tokenizer ? c.tokenizer.get() : nullptr,
-                         c.optimizer.get(), state);
+                         c.optimizer.get(), state, on_backend ? &*on_backend : nullptr);
   });
   reporter.record({{"type", "event"}, {"step", step}, {"checkpoint", summary.last_checkpoint.string()}});
 }

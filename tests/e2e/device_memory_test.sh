@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Host paths on a backend whose memory the host cannot dereference (docs/decisions/
 # device-memory-host-paths.md): backend/cpu-opaque (host/tests/fixtures/opaque_backend_plugin.cpp)
-# runs the CPU ops on "device" pointers that fault when the host dereferences them. For fp32,
-# bf16-mixed and fp16-mixed, with dropout on, `loom run` on it must match backend/cpu bit for bit:
-# every logged loss and grad norm, the eval record, and the bytes of model.safetensors and
-# optimizer.safetensors at steps 10 and 20. A run killed while writing its step-20 checkpoint and
-# resumed with --resume auto must end identically; `loom eval` of a checkpoint, `loom bench` (training
-# and --inference) and `loom debug-step --backend cpu-opaque` must run and agree with backend/cpu.
-# With MPI (WITH_MPI = ON), 2-rank runs on both backends must agree too.
+# runs the CPU ops on "device" pointers that fault when the host dereferences them, and offers the
+# optimizer passes, so `loom run` ends every step on it (docs/decisions/device-optimizer.md). For
+# fp32, bf16-mixed and fp16-mixed, with dropout on, `loom run` on it must match backend/cpu bit for
+# bit: every logged loss and grad norm, the eval record, and the bytes of model.safetensors and
+# optimizer.safetensors at steps 10 and 20. A run killed while writing its step-20 checkpoint on the
+# host path (LOOM_HOST_OPTIMIZER=1: host mirrors, one gradient download and one weight upload per
+# step) and resumed with --resume auto on the backend path must end identically; `loom eval` of a
+# checkpoint, `loom bench` (training and --inference) and `loom debug-step --backend cpu-opaque` must
+# run and agree with backend/cpu. With MPI (WITH_MPI = ON), 2-rank runs on both backends must agree
+# too. A steady-state step waits for the backend at most once, and over a run the backend path moves
+# no gradient or weight per step (the bytes the fixture counts, against the host path's).
 # Usage: device_memory_test.sh LOOM FIXTURE_PLUGIN_DIR SOURCE_DIR WITH_MPI
 set -uo pipefail
 loom=$1
@@ -55,7 +59,8 @@ for precision in fp32 bf16-mixed fp16-mixed; do
   # 1. The same 20 steps on both backends: identical numbers and checkpoint bytes.
   "$loom" run "$work/$cpu.toml" --quiet > "$work/$cpu.log" 2>&1 || { cat "$work/$cpu.log"; fail "$cpu: run"; continue; }
   "$loom" --log-level info run "$work/$opaque.toml" --quiet > "$work/$opaque.log" 2>&1 || { cat "$work/$opaque.log"; fail "$opaque: run"; continue; }
-  grep -q "not host-addressable" "$work/$opaque.log" || fail "$opaque: the trainer did not take the device path"
+  grep -q "optimizer step on the backend (backend/cpu-opaque)" "$work/$opaque.log" \
+    || fail "$opaque: the trainer did not end its steps on the backend"
   [ "$(train_numbers "$work/runs/$cpu/metrics.jsonl" | wc -l)" -eq 20 ] || fail "$cpu: expected 20 train records"
   if [ "$(train_numbers "$work/runs/$cpu/metrics.jsonl")" != "$(train_numbers "$work/runs/$opaque/metrics.jsonl")" ]; then
     fail "$precision: backend/cpu-opaque's losses differ from backend/cpu's"
@@ -66,12 +71,16 @@ for precision in fp32 bf16-mixed fp16-mixed; do
     || fail "$precision: eval records differ"
   same_checkpoints "$cpu" "$opaque" "$precision cpu vs cpu-opaque"
 
-  # 2. Killed while writing the step-20 checkpoint, resumed from step 10: the same end.
-  LOOM_FAULT_KILL_IN_CHECKPOINT=step-000020 "$loom" run "$work/$killed.toml" --quiet > "$work/$killed.log" 2>&1
+  # 2. On the host path (host mirrors), killed while writing the step-20 checkpoint, resumed from
+  #    step 10 on the backend path: the same end.
+  LOOM_HOST_OPTIMIZER=1 LOOM_FAULT_KILL_IN_CHECKPOINT=step-000020 "$loom" --log-level info run "$work/$killed.toml" \
+    --quiet > "$work/$killed.log" 2>&1
   code=$?
   [ $code -eq 137 ] || { cat "$work/$killed.log"; fail "$killed: exited $code, expected 137 (SIGKILL)"; }
-  "$loom" run "$work/$killed.toml" --resume auto --quiet > "$work/$killed-resumed.log" 2>&1 \
+  grep -q "not host-addressable" "$work/$killed.log" || fail "$killed: LOOM_HOST_OPTIMIZER=1 did not take the host path"
+  "$loom" --log-level info run "$work/$killed.toml" --resume auto --quiet > "$work/$killed-resumed.log" 2>&1 \
     || { cat "$work/$killed-resumed.log"; fail "$killed: resume"; continue; }
+  grep -q "optimizer step on the backend" "$work/$killed-resumed.log" || fail "$killed: the resumed run took the host path"
   grep -Eq 'resumed.from.*step-000010' "$work/$killed-resumed.log" "$work/runs/$killed/metrics.jsonl" \
     || fail "$killed: did not resume from step 10"
   [ "$(train_numbers "$work/runs/$cpu/metrics.jsonl")" = "$(train_numbers "$work/runs/$killed/metrics.jsonl")" ] \
@@ -210,6 +219,40 @@ syncs=$(records "$work/runs/syncs/metrics.jsonl" train syncs_per_step | tr '\n' 
 echo "host waits per steady-state step, per log window: $syncs"
 [ "$(echo $syncs | wc -w)" -eq 4 ] || fail "syncs: expected 4 train records with syncs_per_step, got '$syncs'"
 for n in $syncs; do [ "$n" = "1" ] || [ "$n" = "0" ] || fail "syncs: a steady-state step waited $n times (at most 1)"; done
+
+# 9. What crosses during a run (the bytes backend/cpu-opaque moved each way, LOOM_OPAQUE_TRANSFER_LOG):
+#    the host path downloads the gradients and uploads the weights every step; the backend path
+#    does neither. Over 20 bf16-mixed NVLAMB steps (none skipped) with checkpoints at 10 and 20 the
+#    host path therefore downloads 20 flat buffers more, less the 2 × 2 optimizer state tensors the
+#    backend path copies for its checkpoints, and uploads 20 more, less the 2 state tensors the
+#    backend path uploads when the optimizer attaches: 16 and 18 (flags and norms are bytes).
+for path in backend host; do
+  device_recipe "bytes-$path" cpu-opaque bf16-mixed
+  forced=
+  [ $path = host ] && forced=1
+  LOOM_HOST_OPTIMIZER=$forced LOOM_OPAQUE_TRANSFER_LOG="$work/bytes-$path.txt" "$loom" run "$work/bytes-$path.toml" \
+    --quiet > "$work/bytes-$path.log" 2>&1 || { cat "$work/bytes-$path.log"; fail "bytes-$path: run"; }
+done
+/usr/bin/python3 - "$work" > "$work/bytes.txt" <<'PY' || fail "the backend path moved other bytes than expected (above)"
+import json, struct, sys
+work = sys.argv[1]
+def moved(path):  # the counts of the run's one backend
+    words = open(f"{work}/bytes-{path}.txt").read().split()
+    return {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+with open(f"{work}/runs/bytes-backend/checkpoints/step-000020/optimizer.safetensors", "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+start, end = header["exp_avg"]["data_offsets"]
+buffer = end - start  # one flat f32 buffer: the gradients' and the master weights' size
+backend, host = moved("backend"), moved("host")
+print(f"flat buffer {buffer} bytes; backend path {backend}; host path {host}")
+ok = True
+for way, expected in (("device_to_host_bytes", 16), ("host_to_device_bytes", 18)):
+    buffers = (host[way] - backend[way]) / buffer
+    print(f"{way}: the backend path moved {buffers:.4f} flat buffers fewer (expected {expected})")
+    ok = ok and round(buffers) == expected
+sys.exit(0 if ok else 1)
+PY
+cat "$work/bytes.txt"
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "device memory host paths: all checks passed"

@@ -1,0 +1,85 @@
+// The backend path of a training step; see backend_update.hpp.
+#include "train/backend_update.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "loom/sdk/ops/optimizer_steps.hpp"
+#include "model/host_mirror.hpp"
+
+namespace loom::host {
+namespace {
+
+/// LOOM_HOST_OPTIMIZER=1: keep the host path even where the backend path is offered.
+bool host_path_forced() {
+  const char* value = std::getenv("LOOM_HOST_OPTIMIZER");
+  return value != nullptr && std::strcmp(value, "") != 0 && std::strcmp(value, "0") != 0;
+}
+
+}  // namespace
+
+std::unique_ptr<BackendUpdate> BackendUpdate::attach_if_offered(RunComponents& components,
+                                                                UpdatedBuffers buffers, int world) {
+  loom::OptimizerSteps* steps = components.backend.find<loom::OptimizerSteps>();
+  loom::BackendOptimizer* optimizer = components.optimizer.find<loom::BackendOptimizer>();
+  loom::BackendPrecision* precision = components.precision.find<loom::BackendPrecision>();
+  std::string missing;
+  if (steps == nullptr)
+    missing = components.backend.name() + " offers no optimizer passes (OptimizerSteps)";
+  else if (optimizer == nullptr)
+    missing = components.optimizer.name() + " cannot run on a backend";
+  else if (precision == nullptr)
+    missing = components.precision.name() + " cannot decide from a backend flag";
+  else if (world > 1 && !host_addressable(buffers.backend))
+    missing = "the gradient all-reduce of several ranks works on host copies of device memory";
+  else if (host_path_forced())
+    missing = "LOOM_HOST_OPTIMIZER is set";
+  if (!missing.empty()) {
+    spdlog::info("optimizer step on the host: {}", missing);
+    return nullptr;
+  }
+  components.optimizer.call([&](loom::Optimizer&) { optimizer->attach(buffers.backend, *steps); });
+  spdlog::info(
+      "optimizer step on the backend ({}): no gradient or weight crosses to the host; each step reads "
+      "one non-finite flag",
+      components.backend.name());
+  return std::make_unique<BackendUpdate>(components, std::move(buffers), *optimizer, *precision);
+}
+
+std::unique_ptr<BackendUpdate> BackendUpdate::attach_if_offered(RunComponents& components, Model& model,
+                                                                int world) {
+  return attach_if_offered(
+      components,
+      {model.backend(), model.master(), model.grads(), [&model] { model.refresh_compute_weights(); }}, world);
+}
+
+BackendUpdate::BackendUpdate(RunComponents& components, UpdatedBuffers buffers,
+                             loom::BackendOptimizer& optimizer, loom::BackendPrecision& precision)
+    : components_(components),
+      buffers_(std::move(buffers)),
+      optimizer_(&optimizer),
+      precision_(&precision),
+      flag_(buffers_.backend, sizeof(int32_t)) {}
+
+loom::PrecisionDecision BackendUpdate::decide() {
+  const loom::Tensor flag = flag_.view(loom::DType::i32, {1});
+  components_.optimizer.call([&](loom::Optimizer&) { optimizer_->inspect_gradients(buffers_.grads, flag); });
+  return components_.precision.call(
+      [&](loom::Precision&) { return precision_->after_backward_from_flag(buffers_.backend, flag); });
+}
+
+void BackendUpdate::update(const loom::OptimizerStepArgs& args) {
+  components_.optimizer.call(
+      [&](loom::Optimizer&) { optimizer_->step_on_backend(buffers_.master, buffers_.grads, args); });
+  if (buffers_.refresh_working_copy) buffers_.refresh_working_copy();
+}
+
+double BackendUpdate::last_grad_norm() {
+  return components_.optimizer.call(
+      [&](loom::Optimizer&) { return optimizer_->read_last_result().grad_norm; });
+}
+
+}  // namespace loom::host
