@@ -3,7 +3,9 @@
 // The deleter is host code that captures the plugin library, so the library stays mapped until
 // the last reference to the object is gone — even after the registry that loaded it is destroyed.
 // `call` is the guard every host→plugin call goes through: whatever the plugin throws becomes a
-// host PluginError naming the plugin and the component, raised while the library is still mapped.
+// host PluginError naming the plugin and the component, raised while the library is still mapped;
+// a loom::IoError (a data file that is missing or malformed: the user's input, not a failure of
+// the run) becomes an InputError instead, which `loom` reports with exit code 2.
 // `invoke` is the same guard for the common case of one member function call:
 // `optimizer.invoke(&loom::Optimizer::successful_steps)` rather than a lambda around it.
 #pragma once
@@ -13,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "loom/sdk/error.hpp"
 #include "loom/sdk/interfaces.hpp"
 #include "recipe/errors.hpp"
 
@@ -35,6 +38,8 @@ class Component {
   decltype(auto) call(Body&& body) const {
     try {
       return body(*object_);
+    } catch (const loom::IoError& e) {
+      throw InputError("plugin '" + plugin_ + "', component " + name_ + ": " + e.what());
     } catch (const std::exception& e) {
       throw PluginError("plugin '" + plugin_ + "', component " + name_ + ": " + e.what());
     } catch (...) {
