@@ -52,9 +52,9 @@ check '[ "$(sed -n "2p;101p;1997p;2016p" "$data/vocab/bert-base-uncased.txt" | t
   "vocab layout"
 check '[ "$(sha256sum <"$data/vocab/bert-base-uncased.txt" | cut -c1-64)" = 07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3 ]' \
   "vocab sha256"
-# The SQuAD-format stand-in: 4,000/500 questions, every answer at its answer_start, a third of
+# The SQuAD-format stand-in: 4,557/677 questions, every answer at its answer_start, a third of
 # v2.0's questions without an answer, and the same bytes on every machine (hash order only).
-squad=$data/tasks/squad-cloze
+squad=$data/tasks/squad-mentions
 squad_counts=$(python3 - "$squad" <<'PY'
 import json, sys
 out = []
@@ -69,10 +69,10 @@ for split in ("train", "dev"):
 print(" ".join(out))
 PY
 )
-check '[ "$squad_counts" = "train-1.1:4000:0:0 train-2.0:4000:1333:0 dev-1.1:500:0:0 dev-2.0:500:166:0" ]' \
-  "squad-cloze (split-version:questions:unanswerable:misplaced answers): $squad_counts"
+check '[ "$squad_counts" = "train-1.1:4557:0:0 train-2.0:4557:1519:0 dev-1.1:677:0:0 dev-2.0:677:225:0" ]' \
+  "squad-mentions (split-version:questions:unanswerable:misplaced answers): $squad_counts"
 squad_sha=$(cat "$squad"/train-v1.1.json "$squad"/dev-v1.1.json "$squad"/train-v2.0.json "$squad"/dev-v2.0.json | sha256sum | cut -c1-64)
-check '[ "$squad_sha" = d38a667bfbca4b1cf4a804675a274919e8468ed6067c1d82dd6f702099013a7e ]' "squad-cloze content changed"
+check '[ "$squad_sha" = 5619a66cc6838d23fb5a3bb255f24787fe9534e07d6da4632a4cb43ac2051bb8 ]' "squad-mentions content changed"
 
 "$root/scripts/fetch-data" >"$work/second.log" 2>&1
 check 'grep -q "is up to date" "$work/second.log"' "second run is not a no-op: $(cat "$work/second.log")"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# SQuAD fine-tuning end to end on the stand-in task of scripts/fetch-data (data/tasks/squad-cloze),
-# a few steps of configs/finetune/squad-cloze-tiny.toml (BERT-tiny from scratch):
+# SQuAD fine-tuning end to end on the stand-in task of scripts/fetch-data (data/tasks/squad-mentions),
+# a few steps of configs/finetune/squad-mentions-tiny.toml (BERT-tiny from scratch):
 # - v1.1: `loom run` writes predictions.json and nbest_predictions.json into the run directory, its
 #   eval record has eval_exact_match/eval_f1, and `loom score squad` on the dev file and
 #   predictions.json prints the same numbers;
@@ -29,23 +29,23 @@ if ! scripts/fetch-data >"$work/fetch.log" 2>&1; then
   echo "FAIL: scripts/fetch-data: $(cat "$work/fetch.log")"
   exit 1
 fi
-dev=data/tasks/squad-cloze/dev-v1.1.json
-dev2=data/tasks/squad-cloze/dev-v2.0.json
-recipe=configs/finetune/squad-cloze-tiny.toml
+dev=data/tasks/squad-mentions/dev-v1.1.json
+dev2=data/tasks/squad-mentions/dev-v2.0.json
+recipe=configs/finetune/squad-mentions-tiny.toml
 # The JSON object on the last line of a command's output, as one key's value.
 value() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
 eval_value() { python3 -c 'import json,sys
 records = [json.loads(l) for l in open(sys.argv[1]) if "\"eval\"" in l]
 print(records[-1][sys.argv[2]])' "$1" "$2"; }
 
-# v1.1: train a few steps; the final evaluation decodes and scores the 500 dev questions.
+# v1.1: train a few steps; the final evaluation decodes and scores the 677 dev questions.
 "$loom" run "$recipe" --set run.output_dir="$work/runs" --set train.steps=12 --set train.log_every=4 \
   >"$work/run.log" 2>&1 || { echo "FAIL: loom run: $(tail -20 "$work/run.log")"; exit 1; }
-run=$work/runs/squad-cloze-tiny
+run=$work/runs/squad-mentions-tiny
 check '[ -s "$run/predictions.json" ] && [ -s "$run/nbest_predictions.json" ] && [ ! -e "$run/null_odds.json" ]' \
   "v1.1 run directory: $(ls "$run")"
-check '[ "$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$run/predictions.json")" = 500 ]' \
-  "predictions.json does not answer the 500 dev questions"
+check '[ "$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$run/predictions.json")" = 677 ]' \
+  "predictions.json does not answer the 677 dev questions"
 check 'python3 -c "
 import json, sys
 nbest = json.load(open(sys.argv[1]))
@@ -68,15 +68,15 @@ check '[ $? -eq 0 ] && cmp -s "$work/eval/predictions.json" "$run/predictions.js
 check 'grep -q "\"eval_exact_match\"" "$work/eval.out"' "loom eval prints no EM: $(cat "$work/eval.out")"
 
 # loom predict: a question about a context, and a JSONL file of them.
-context="Call me Ishmael. Some years ago I thought I would sail about a little and see the watery part of the world."
-"$loom" predict --checkpoint "$checkpoint" --question "I thought I would _____ about a little" --context "$context" \
+context="In June 1851 the Pequod sailed from Nantucket with 32 men, bound for the whaling grounds off Japan."
+"$loom" predict --checkpoint "$checkpoint" --question "Which year does the passage mention?" --context "$context" \
   >"$work/predict.out" 2>"$work/predict.err"
 check '[ $? -eq 0 ] && python3 -c "
 import json, sys
 line = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 assert line[\"answer\"] and line[\"answer\"] in sys.argv[2] and 0 < line[\"probability\"] <= 1 and line[\"nbest\"]
 " "$work/predict.out" "$context"' "loom predict --question: $(cat "$work/predict.out" "$work/predict.err")"
-printf '{"id": "a", "question": "Some _____ ago", "context": "%s"}\n{"id": "b", "question": "the watery _____ of", "context": "%s"}\n' \
+printf '{"id": "a", "question": "Which month is named in the text?", "context": "%s"}\n{"id": "b", "question": "Which country does the passage name?", "context": "%s"}\n' \
   "$context" "$context" >"$work/questions.jsonl"
 "$loom" predict --checkpoint "$checkpoint" --input "$work/questions.jsonl" --output "$work/answers.json" 2>"$work/predict2.err"
 check '[ $? -eq 0 ] && python3 -c "
@@ -87,12 +87,12 @@ assert sorted(answers) == [\"a\", \"b\"] and all(a in sys.argv[2] for a in answe
 
 # v2.0: null_odds.json and the best thresholds.
 "$loom" run "$recipe" --set run.output_dir="$work/runs2" --set train.steps=6 --set train.log_every=3 \
-  --set data.file=data/tasks/squad-cloze/train-v2.0.json --set eval_data.file="$dev2" \
+  --set data.file=data/tasks/squad-mentions/train-v2.0.json --set eval_data.file="$dev2" \
   --set squad.version_2_with_negative=true >"$work/run2.log" 2>&1 || { echo "FAIL: loom run v2.0: $(tail -20 "$work/run2.log")"; exit 1; }
-run2=$work/runs2/squad-cloze-tiny
+run2=$work/runs2/squad-mentions-tiny
 check '[ -s "$run2/predictions.json" ] && [ -s "$run2/null_odds.json" ]' "v2.0 run directory: $(ls "$run2")"
 "$loom" score squad "$dev2" "$run2/predictions.json" --na-prob "$run2/null_odds.json" >"$work/score2.out" 2>"$work/score2.err"
-check '[ $? -eq 0 ] && [ "$(value "$work/score2.out" total)" = 500 ] && [ "$(value "$work/score2.out" NoAns_total)" = 166 ]' \
+check '[ $? -eq 0 ] && [ "$(value "$work/score2.out" total)" = 677 ] && [ "$(value "$work/score2.out" NoAns_total)" = 225 ]' \
   "loom score squad v2.0: $(cat "$work/score2.out" "$work/score2.err")"
 check '[ "$(value "$work/score2.out" best_f1)" = "$(eval_value "$run2/metrics.jsonl" eval_best_f1)" ]' \
   "best_f1: loom score $(value "$work/score2.out" best_f1), eval record $(eval_value "$run2/metrics.jsonl" eval_best_f1)"
