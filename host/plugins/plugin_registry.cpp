@@ -13,6 +13,7 @@
 
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/error.hpp"
+#include "plugins/openmp_wait_policy.hpp"
 #include "recipe/errors.hpp"
 
 namespace fs = std::filesystem;
@@ -60,6 +61,7 @@ std::string ComponentConflict::message() const {
 }
 
 PluginRegistry::PluginRegistry(const PluginSearchOptions& options) {
+  apply_openmp_wait_default();  // before a plugin maps libgomp, which reads it once
   searched_ = plugin_search_directories(options);
   std::set<std::pair<dev_t, ino_t>> seen_files;
   for (const PluginCandidate& candidate : discover_plugin_files(options)) {
