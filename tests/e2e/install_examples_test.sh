@@ -38,7 +38,9 @@ installed_plugins=$(find "$prefix/lib/loom/plugins" -name 'libloom-*.so' | sort)
 for plugin in $installed_plugins; do
   bash "$src/tests/check_plugin_exports.sh" "$plugin" > /dev/null || fail "$plugin exports more than loom_plugin_query"
 done
-[ -z "$(find "$prefix" -path '*/test-plugins/*' -o -name '*fixture*' | head -1)" ] || fail "test fixtures were installed"
+# Test plugins (host/tests/fixtures, build/test-plugins) never ship; the GPU check kit's test data under
+# share/loom/tests does (packaging/gpu_check_kit.cmake).
+[ -z "$(find "$prefix" -path '*/test-plugins/*' -o -name 'libloom-fixture*' | head -1)" ] || fail "test fixture plugins were installed"
 
 # Relocatable: the same tree answers from its first prefix and, moved, from a second one.
 "$prefix/bin/loom" plugins > "$work/plugins-first.txt" 2>&1 || fail "loom plugins from the first prefix"
