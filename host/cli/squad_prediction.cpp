@@ -26,7 +26,8 @@ namespace {
 namespace fs = std::filesystem;
 
 bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 nlohmann::json squad_question(const std::string& id, const std::string& question) {
@@ -44,10 +45,11 @@ nlohmann::json questions_from_jsonl(const std::string& path) {
     const auto row = nlohmann::json::parse(line, nullptr, false);
     if (row.is_discarded() || !row.is_object() || !row.contains("question") || !row["question"].is_string() ||
         !row.contains("context") || !row["context"].is_string())
-      throw host::InputError(fmt::format("{}:{}: expected a JSON object with string \"question\" and \"context\"",
-                                         path, number));
-    const std::string id = row.contains("id") ? (row["id"].is_string() ? row["id"].get<std::string>() : row["id"].dump())
-                                              : std::to_string(number);
+      throw host::InputError(fmt::format(
+          "{}:{}: expected a JSON object with string \"question\" and \"context\"", path, number));
+    const std::string id = row.contains("id")
+                               ? (row["id"].is_string() ? row["id"].get<std::string>() : row["id"].dump())
+                               : std::to_string(number);
     paragraphs.push_back({{"context", row["context"]}, {"qas", {squad_question(id, row["question"])}}});
   }
   return nlohmann::json::array({{{"title", path}, {"paragraphs", paragraphs}}});
@@ -64,7 +66,8 @@ void add_squad_predict_options(CLI::App& verb, SquadPredictArguments& args) {
       ->check(CLI::Range(1, 1 << 16));
   verb.add_option("--n-best-size", args.n_best_size, "question answering: candidates per window and answer")
       ->check(CLI::Range(1, 1000));
-  verb.add_option("--max-answer-length", args.max_answer_length, "question answering: most tokens in an answer")
+  verb.add_option("--max-answer-length", args.max_answer_length,
+                  "question answering: most tokens in an answer")
       ->check(CLI::Range(1, 1 << 16));
   verb.add_flag("--version-2-with-negative", args.version_2_with_negative,
                 "question answering: SQuAD v2.0, a question may have no answer");
@@ -78,27 +81,30 @@ bool wants_squad_prediction(const std::string& checkpoint, const SquadPredictArg
   if (!fs::exists(config)) return false;
   const host::BertConfig bert = host::read_bert_config(config);
   const auto& architectures = bert.extra.value("architectures", nlohmann::json::array());
-  return architectures.is_array() &&
-         std::find(architectures.begin(), architectures.end(), "BertForQuestionAnswering") != architectures.end();
+  return architectures.is_array() && std::find(architectures.begin(), architectures.end(),
+                                               "BertForQuestionAnswering") != architectures.end();
 }
 
-void predict_squad_answers(const GlobalOptions& options, const std::string& checkpoint, const std::string& input,
-                           const std::string& output, int batch_size, int threads,
+void predict_squad_answers(const GlobalOptions& options, const std::string& checkpoint,
+                           const std::string& input, const std::string& output, int batch_size, int threads,
                            const SquadPredictArguments& args) {
   if (args.question.empty() != args.context.empty())
     throw host::InputError("--question and --context go together");
   if (args.question.empty() && input.empty())
-    throw host::InputError("a question-answering checkpoint needs --question and --context, or --input "
-                           "(SQuAD JSON or JSONL of {\"id\", \"question\", \"context\"})");
+    throw host::InputError(
+        "a question-answering checkpoint needs --question and --context, or --input "
+        "(SQuAD JSON or JSONL of {\"id\", \"question\", \"context\"})");
   // The questions as a SQuAD file dataset/squad reads (a temporary one unless --input is SQuAD JSON).
   std::string squad_file = input;
   fs::path temporary;
   if (input.empty() || ends_with(input, ".jsonl")) {
     const nlohmann::json data =
-        input.empty() ? nlohmann::json::array({{{"title", "question"},
-                                                {"paragraphs", {{{"context", args.context},
-                                                                 {"qas", {squad_question("question", args.question)}}}}}}})
-                      : questions_from_jsonl(input);
+        input.empty()
+            ? nlohmann::json::array(
+                  {{{"title", "question"},
+                    {"paragraphs",
+                     {{{"context", args.context}, {"qas", {squad_question("question", args.question)}}}}}}})
+            : questions_from_jsonl(input);
     temporary = fs::temp_directory_path() / fmt::format("loom-predict-{}.json", ::getpid());
     std::ofstream(temporary) << nlohmann::json{{"version", "1.1"}, {"data", data}}.dump();
     squad_file = temporary.string();
@@ -114,25 +120,31 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
   auto registry = make_registry(options, nullptr);
   auto entry_of = [&](uint32_t kind, const char* name, const char* table) {
     const host::ComponentEntry* entry = registry->find(kind, name);
-    if (entry == nullptr) throw std::runtime_error(fmt::format("no component {}/{} is available", table, name));
+    if (entry == nullptr)
+      throw std::runtime_error(fmt::format("no component {}/{} is available", table, name));
     return entry;
   };
   auto backend = registry->create<loom::Backend>(
       *entry_of(LOOM_KIND_BACKEND, "cpu", "backend"),
-      host::ComponentConfig{"backend", threads > 0 ? fmt::format("threads = {}\n", threads) : "", "", "(loom predict)"},
+      host::ComponentConfig{"backend", threads > 0 ? fmt::format("threads = {}\n", threads) : "", "",
+                            "(loom predict)"},
       false);
   const std::string vocab = (fs::path(checkpoint) / "vocab.txt").string();
   auto tokenizer = registry->create<loom::Tokenizer>(
       *entry_of(LOOM_KIND_TOKENIZER, "wordpiece", "tokenizer"),
-      host::ComponentConfig{"tokenizer", "vocab = " + nlohmann::json(vocab).dump() + "\n", "", "(loom predict)"}, false);
+      host::ComponentConfig{"tokenizer", "vocab = " + nlohmann::json(vocab).dump() + "\n", "",
+                            "(loom predict)"},
+      false);
   host::BertConfig bert = host::read_bert_config(fs::path(checkpoint) / "config.json");
   const loom::ModelConfig config = host::to_model_config(bert, checkpoint + "/config.json");
   const int64_t seq = std::min<int64_t>(args.max_seq_length, config.max_position_embeddings);
   const std::string data_toml = fmt::format(
-      "file = {}\nmode = \"eval\"\nmax_seq_length = {}\ndoc_stride = {}\nmax_query_length = {}\nbatch_size = {}\n",
+      "file = {}\nmode = \"eval\"\nmax_seq_length = {}\ndoc_stride = {}\nmax_query_length = {}\nbatch_size = "
+      "{}\n",
       nlohmann::json(squad_file).dump(), seq, args.doc_stride, args.max_query_length, batch_size);
-  auto dataset = registry->create<loom::Dataset>(*entry_of(LOOM_KIND_DATASET, "squad", "data"),
-                                                 host::ComponentConfig{"data", data_toml, "", "(loom predict)"}, false);
+  auto dataset =
+      registry->create<loom::Dataset>(*entry_of(LOOM_KIND_DATASET, "squad", "data"),
+                                      host::ComponentConfig{"data", data_toml, "", "(loom predict)"}, false);
   dataset.invoke(&loom::Dataset::open, loom::DatasetSetup{0, 1, 0, tokenizer.get()});
   const loom::BatchLimits limits = dataset.invoke(&loom::Dataset::limits);
 

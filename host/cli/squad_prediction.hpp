@@ -38,8 +38,8 @@ void add_squad_predict_options(CLI::App& verb, SquadPredictArguments& args);
 bool wants_squad_prediction(const std::string& checkpoint, const SquadPredictArguments& args);
 
 /// Runs the prediction; `input`/`output` as `loom predict --input/--output` ("" for none).
-void predict_squad_answers(const GlobalOptions& options, const std::string& checkpoint, const std::string& input,
-                           const std::string& output, int batch_size, int threads,
+void predict_squad_answers(const GlobalOptions& options, const std::string& checkpoint,
+                           const std::string& input, const std::string& output, int batch_size, int threads,
                            const SquadPredictArguments& args);
 
 }  // namespace loom::cli

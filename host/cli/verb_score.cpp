@@ -27,8 +27,9 @@ void register_score_verb(CLI::App& app, GlobalOptions&) {
   squad->add_option("--na-prob", args->na_probs,
                     "v2.0: JSON object question id -> no-answer probability (or score, e.g. null_odds.json); "
                     "adds best_exact/best_f1 and their thresholds");
-  squad->add_option("--na-prob-thresh", args->na_prob_thresh,
-                    "v2.0: a prediction whose no-answer probability exceeds this counts as no answer")
+  squad
+      ->add_option("--na-prob-thresh", args->na_prob_thresh,
+                   "v2.0: a prediction whose no-answer probability exceeds this counts as no answer")
       ->default_val(1.0);
   squad->callback([args] {
     std::vector<std::string> notes;

@@ -91,7 +91,8 @@ SquadAnswer decode_squad_question(const SquadQuestion& question, const SquadDeco
     const size_t length = window.tokens.size();
     if (window.token_to_word.size() != length || window.max_context.size() != length ||
         window.start_logits.size() < length || window.end_logits.size() < length)
-      throw std::invalid_argument("question " + question.id + ": a window's tokens, maps and logits disagree in length");
+      throw std::invalid_argument("question " + question.id +
+                                  ": a window's tokens, maps and logits disagree in length");
     if (length == 0) continue;
     // The candidates are the window's own tokens: the reference also ranks its padding (to 384)
     // among the top n, which only ever displaces candidates; loom's padding varies with the batch.
@@ -113,7 +114,8 @@ SquadAnswer decode_squad_question(const SquadQuestion& question, const SquadDeco
       return a.start_logit + a.end_logit > b.start_logit + b.end_logit;
     });
     if (options.version_2_with_negative) {
-      const double score = static_cast<double>(window.start_logits[0]) + static_cast<double>(window.end_logits[0]);
+      const double score =
+          static_cast<double>(window.start_logits[0]) + static_cast<double>(window.end_logits[0]);
       if (!have_null || score < null_score) {
         null_score = score, null_start = window.start_logits[0], null_end = window.end_logits[0];
         have_null = true;
@@ -146,15 +148,18 @@ SquadAnswer decode_squad_question(const SquadQuestion& question, const SquadDeco
 
   SquadAnswer answer;
   std::vector<double> scores;
+  scores.reserve(candidates.size());
   for (const Candidate& c : candidates) scores.push_back(c.score());
   const std::vector<double> probabilities = softmax(scores);
   const Candidate* best_non_null = nullptr;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    answer.nbest.push_back({candidates[i].text, probabilities[i], candidates[i].start_logit, candidates[i].end_logit});
+    answer.nbest.push_back(
+        {candidates[i].text, probabilities[i], candidates[i].start_logit, candidates[i].end_logit});
     if (best_non_null == nullptr && !candidates[i].text.empty()) best_non_null = &candidates[i];
   }
   if (options.version_2_with_negative) {
-    const double diff = (have_null ? null_score : 0.0) - best_non_null->start_logit - best_non_null->end_logit;
+    const double diff =
+        (have_null ? null_score : 0.0) - best_non_null->start_logit - best_non_null->end_logit;
     answer.null_score_diff = diff;
     answer.text = diff > options.null_score_diff_threshold ? "" : best_non_null->text;
   } else {

@@ -36,10 +36,10 @@ struct SquadDecodeOptions {
 
 /// One window (feature) of a question and the model's logits over it.
 struct SquadWindow {
-  std::vector<std::string> tokens;      ///< the window's WordPieces: [CLS] query [SEP] span [SEP]
-  std::vector<int32_t> token_to_word;   ///< per token: its context word, -1 outside the context
-  std::vector<uint8_t> max_context;     ///< per token: 1 when this is its max-context window
-  std::vector<float> start_logits;      ///< per position, at least tokens.size() (padding ignored)
+  std::vector<std::string> tokens;     ///< the window's WordPieces: [CLS] query [SEP] span [SEP]
+  std::vector<int32_t> token_to_word;  ///< per token: its context word, -1 outside the context
+  std::vector<uint8_t> max_context;    ///< per token: 1 when this is its max-context window
+  std::vector<float> start_logits;     ///< per position, at least tokens.size() (padding ignored)
   std::vector<float> end_logits;
 };
 

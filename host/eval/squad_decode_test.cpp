@@ -53,7 +53,8 @@ SquadWindow window(const std::vector<std::string>& tokens, const std::vector<int
 }
 
 // "Who drove?" over "Steve Smith's car": tokens [CLS] who drove ? [SEP] steve smith ' s car [SEP].
-const std::vector<std::string> kTokens = {"[CLS]", "who", "drove", "?", "[SEP]", "steve", "smith", "'", "s", "car", "[SEP]"};
+const std::vector<std::string> kTokens = {"[CLS]", "who", "drove", "?",   "[SEP]", "steve",
+                                          "smith", "'",   "s",     "car", "[SEP]"};
 const std::vector<int32_t> kMap = {-1, -1, -1, -1, -1, 0, 1, 1, 1, 2, -1};
 const std::vector<std::string> kWords = {"Steve", "Smith's", "car"};
 
@@ -128,7 +129,8 @@ TEST(SquadDecode, DeduplicatesTextsWithinAWindowNotAcrossWindows) {
 }
 
 TEST(SquadDecode, GluesWordPiecesBeforeProjecting) {
-  const std::vector<std::string> tokens = {"[CLS]", "q", "[SEP]", "un", "##believ", "##able", "news", "[SEP]"};
+  const std::vector<std::string> tokens = {"[CLS]",    "q",      "[SEP]", "un",
+                                           "##believ", "##able", "news",  "[SEP]"};
   const std::vector<int32_t> map = {-1, -1, -1, 0, 0, 0, 1, -1};
   SquadQuestion q{"q", {"Unbelievable!", "News"}, {window(tokens, map, {{3, 3.0f}}, {{5, 3.0f}})}};
   EXPECT_EQ(decode_squad_question(q, {}, kBasic).text, "Unbelievable");

@@ -25,16 +25,16 @@ template <typename T>
 T required(const nlohmann::json& description, const char* key, uint64_t id) {
   const auto it = description.find(key);
   if (it == description.end())
-    throw std::runtime_error("instance " + std::to_string(id) + ": the dataset's description has no \"" + key +
-                             "\" (SQuAD decoding needs dataset/squad's descriptions)");
+    throw std::runtime_error("instance " + std::to_string(id) + ": the dataset's description has no \"" +
+                             key + "\" (SQuAD decoding needs dataset/squad's descriptions)");
   return it->get<T>();
 }
 
 }  // namespace
 
 SquadDecodeOptions squad_decode_options(const RunSettings& settings) {
-  return {settings.squad_n_best_size, settings.squad_max_answer_length, settings.squad_version_2_with_negative,
-          settings.squad_null_score_diff_threshold};
+  return {settings.squad_n_best_size, settings.squad_max_answer_length,
+          settings.squad_version_2_with_negative, settings.squad_null_score_diff_threshold};
 }
 
 BasicTokenize basic_tokenize_with(const loom::Tokenizer& tokenizer) {
@@ -56,8 +56,10 @@ SquadEvaluation::SquadEvaluation(const loom::Tokenizer& tokenizer, SquadDecodeOp
 
 void SquadEvaluation::add_batch(const loom::Dataset& dataset, const std::vector<uint64_t>& instance_ids,
                                 const int32_t* input_ids, int64_t rows, int64_t seq,
-                                const std::vector<float>& start_logits, const std::vector<float>& end_logits) {
-  if (start_logits.size() < static_cast<size_t>(rows * seq) || end_logits.size() < static_cast<size_t>(rows * seq))
+                                const std::vector<float>& start_logits,
+                                const std::vector<float>& end_logits) {
+  if (start_logits.size() < static_cast<size_t>(rows * seq) ||
+      end_logits.size() < static_cast<size_t>(rows * seq))
     throw std::invalid_argument("SquadEvaluation: fewer logits than rows × seq");
   for (int64_t r = 0; r < rows; ++r) {
     const uint64_t id = instance_ids.at(static_cast<size_t>(r));
@@ -117,9 +119,10 @@ nlohmann::json SquadEvaluation::finish() {
   for (const auto& [index, q] : questions_) {
     if (!gold.version_2 && q.answers.empty()) {
       // v1.1 scoring cannot take it (the script fails); score as v2.0 and say how to decode it.
-      spdlog::warn("question '{}' has no answer (SQuAD v2.0 data) but [squad] version_2_with_negative is false: "
-                   "scored as SQuAD v2.0, and no answer is ever predicted",
-                   q.id);
+      spdlog::warn(
+          "question '{}' has no answer (SQuAD v2.0 data) but [squad] version_2_with_negative is false: "
+          "scored as SQuAD v2.0, and no answer is ever predicted",
+          q.id);
       gold.version_2 = true;
     }
     gold.questions.push_back({q.id, q.answers});

@@ -22,8 +22,8 @@
 
 #include "eval/squad_decode.hpp"
 #include "loom/sdk/dataset.hpp"
-#include "recipe/run_settings.hpp"
 #include "loom/sdk/tokenizer.hpp"
+#include "recipe/run_settings.hpp"
 
 namespace loom::host {
 
@@ -36,11 +36,12 @@ BasicTokenize basic_tokenize_with(const loom::Tokenizer& tokenizer);
 class SquadEvaluation {
  public:
   /// `output_dir` "" writes no file (ranks other than 0).
-  SquadEvaluation(const loom::Tokenizer& tokenizer, SquadDecodeOptions options, std::filesystem::path output_dir);
+  SquadEvaluation(const loom::Tokenizer& tokenizer, SquadDecodeOptions options,
+                  std::filesystem::path output_dir);
 
   /// One evaluated batch: `input_ids` [rows × seq] and the logits [rows × seq] of its rows.
-  void add_batch(const loom::Dataset& dataset, const std::vector<uint64_t>& instance_ids, const int32_t* input_ids,
-                 int64_t rows, int64_t seq, const std::vector<float>& start_logits,
+  void add_batch(const loom::Dataset& dataset, const std::vector<uint64_t>& instance_ids,
+                 const int32_t* input_ids, int64_t rows, int64_t seq, const std::vector<float>& start_logits,
                  const std::vector<float>& end_logits);
 
   /// The decoded answers so far: predictions (id → text), nbest (id → entries), null_odds (v2.0).

@@ -16,9 +16,14 @@ utf8proc_category_t category(char32_t c) {
 bool is_word_character(char32_t c) {
   if (c < 128) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
   switch (category(c)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
       return true;
     default:
       return false;
@@ -29,16 +34,33 @@ bool is_word_character(char32_t c) {
 // MidLetter, MidNumLet and Single_Quote.
 bool is_case_ignorable(char32_t c) {
   switch (c) {
-    case 0x0027: case 0x002E: case 0x003A: case 0x00B7: case 0x0387: case 0x055F: case 0x05F4:
-    case 0x2018: case 0x2019: case 0x2024: case 0x2027: case 0xFE13: case 0xFE52: case 0xFE55:
-    case 0xFF07: case 0xFF0E: case 0xFF1A:
+    case 0x0027:
+    case 0x002E:
+    case 0x003A:
+    case 0x00B7:
+    case 0x0387:
+    case 0x055F:
+    case 0x05F4:
+    case 0x2018:
+    case 0x2019:
+    case 0x2024:
+    case 0x2027:
+    case 0xFE13:
+    case 0xFE52:
+    case 0xFE55:
+    case 0xFF07:
+    case 0xFF0E:
+    case 0xFF1A:
       return true;
     default:
       break;
   }
   switch (category(c)) {
-    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_SK:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_SK:
       return true;
     default:
       return false;
@@ -49,7 +71,9 @@ bool is_case_ignorable(char32_t c) {
 // case-ignorable (the Final_Sigma rule skips those first, so only these matter).
 bool is_cased(char32_t c) {
   switch (category(c)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
       return true;
     default:
       break;

@@ -58,8 +58,9 @@ double probability(const ordered_json& na_probs, const std::string& id, const st
   if (it == na_probs.end())
     throw InputError(fmt::format("{}: no no-answer probability for question \"{}\"", path, id));
   if (!it->is_number())
-    throw InputError(fmt::format("{}: the no-answer probability of question \"{}\" is a {}; expected a number",
-                                 path, id, it->type_name()));
+    throw InputError(
+        fmt::format("{}: the no-answer probability of question \"{}\" is a {}; expected a number", path, id,
+                    it->type_name()));
   return it->get<double>();
 }
 
@@ -77,15 +78,17 @@ struct ScoreTable {
 };
 
 // make_eval_dict over `qids` (every key of `exact` when empty).
-void add_eval_dict(ordered_json& out, const std::string& prefix, const ScoreTable& exact, const ScoreTable& f1,
-                   const std::vector<std::string>& qids, const std::string& predictions_path) {
+void add_eval_dict(ordered_json& out, const std::string& prefix, const ScoreTable& exact,
+                   const ScoreTable& f1, const std::vector<std::string>& qids,
+                   const std::string& predictions_path) {
   const std::vector<std::string>& keys = qids.empty() ? exact.order : qids;
   double exact_sum = 0, f1_sum = 0;
   for (const std::string& k : keys) {
     if (!exact.contains(k))  // the script fails here with a KeyError
-      throw InputError(fmt::format("{}: no prediction for question \"{}\" (SQuAD v2.0 evaluation needs one for "
-                                   "every question; predict \"\" for no answer)",
-                                   predictions_path, k));
+      throw InputError(
+          fmt::format("{}: no prediction for question \"{}\" (SQuAD v2.0 evaluation needs one for "
+                      "every question; predict \"\" for no answer)",
+                      predictions_path, k));
     exact_sum += exact.value.at(k);
     f1_sum += f1.value.at(k);
   }
@@ -106,8 +109,9 @@ std::pair<double, ordered_json> best_threshold(const ordered_json& predictions, 
   ordered_json best_thresh = 0.0;
   std::vector<ordered_json::const_iterator> ranked;
   for (auto it = na_probs.begin(); it != na_probs.end(); ++it) ranked.push_back(it);
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a->template get<double>() < b->template get<double>(); });
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a->template get<double>() < b->template get<double>();
+  });
   for (const auto& it : ranked) {
     const std::string& qid = it.key();
     if (!scores.contains(qid)) continue;
@@ -137,7 +141,8 @@ ordered_json read_json_object(const std::string& path, const std::string& what) 
     throw InputError(fmt::format("{}: the {} is not valid JSON: {}", path, what, e.what()));
   }
   if (!root.is_object())
-    throw InputError(fmt::format("{}: the {} is a JSON {}; expected an object", path, what, root.type_name()));
+    throw InputError(
+        fmt::format("{}: the {} is a JSON {}; expected an object", path, what, root.type_name()));
   return root;
 }
 
@@ -150,27 +155,32 @@ SquadGold read_squad_gold(const std::string& path) {
   if (v == "2.0" || v == "v2.0") {
     gold.version_2 = true;
   } else if (v != "1.1" && v != "v1.1") {
-    throw InputError(fmt::format("{}: \"version\" is {}; expected \"1.1\" (SQuAD v1.1) or \"v2.0\" (SQuAD v2.0)",
-                                 path, version == root.end() ? "missing" : version->dump()));
+    throw InputError(
+        fmt::format("{}: \"version\" is {}; expected \"1.1\" (SQuAD v1.1) or \"v2.0\" (SQuAD v2.0)", path,
+                    version == root.end() ? "missing" : version->dump()));
   }
   const ordered_json& data = member(root, "data", ordered_json::value_t::array, path, "top level");
   for (size_t a = 0; a < data.size(); ++a) {
     const std::string article_at = fmt::format("data[{}]", a);
-    if (!data[a].is_object()) throw InputError(path + ": " + article_at + " is not an object");
-    const ordered_json& paragraphs = member(data[a], "paragraphs", ordered_json::value_t::array, path, article_at);
+    if (!data[a].is_object()) throw InputError(fmt::format("{}: {} is not an object", path, article_at));
+    const ordered_json& paragraphs =
+        member(data[a], "paragraphs", ordered_json::value_t::array, path, article_at);
     for (size_t p = 0; p < paragraphs.size(); ++p) {
       const std::string paragraph_at = fmt::format("{}.paragraphs[{}]", article_at, p);
-      if (!paragraphs[p].is_object()) throw InputError(path + ": " + paragraph_at + " is not an object");
-      const ordered_json& qas = member(paragraphs[p], "qas", ordered_json::value_t::array, path, paragraph_at);
+      if (!paragraphs[p].is_object())
+        throw InputError(fmt::format("{}: {} is not an object", path, paragraph_at));
+      const ordered_json& qas =
+          member(paragraphs[p], "qas", ordered_json::value_t::array, path, paragraph_at);
       for (size_t q = 0; q < qas.size(); ++q) {
         const std::string qa_at = fmt::format("{}.qas[{}]", paragraph_at, q);
-        if (!qas[q].is_object()) throw InputError(path + ": " + qa_at + " is not an object");
+        if (!qas[q].is_object()) throw InputError(fmt::format("{}: {} is not an object", path, qa_at));
         SquadGold::Question question;
         question.id = member(qas[q], "id", ordered_json::value_t::string, path, qa_at).get<std::string>();
         const ordered_json& answers = member(qas[q], "answers", ordered_json::value_t::array, path, qa_at);
         for (size_t i = 0; i < answers.size(); ++i) {
           const std::string answer_at = fmt::format("{}.answers[{}]", qa_at, i);
-          if (!answers[i].is_object()) throw InputError(path + ": " + answer_at + " is not an object");
+          if (!answers[i].is_object())
+            throw InputError(fmt::format("{}: {} is not an object", path, answer_at));
           question.answers.push_back(
               member(answers[i], "text", ordered_json::value_t::string, path, answer_at).get<std::string>());
         }
@@ -205,8 +215,8 @@ ordered_json score_squad_v1(const SquadGold& gold, const ordered_json& predictio
       continue;
     }
     if (qa.answers.empty())  // max() of no scores: the script fails
-      throw InputError(fmt::format("{}: question \"{}\" has no answers (SQuAD v1.1 needs at least one)", gold.path,
-                                   qa.id));
+      throw InputError(fmt::format("{}: question \"{}\" has no answers (SQuAD v1.1 needs at least one)",
+                                   gold.path, qa.id));
     const std::string& prediction = prediction_text(predictions, qa.id, predictions_path);
     const std::string normalized = normalize_squad_answer(prediction);
     bool exact = false;
@@ -227,7 +237,8 @@ ordered_json score_squad_v1(const SquadGold& gold, const ordered_json& predictio
 }
 
 ordered_json score_squad_v2(const SquadGold& gold, const ordered_json& predictions,
-                            const std::string& predictions_path, const std::optional<ordered_json>& na_probs_file,
+                            const std::string& predictions_path,
+                            const std::optional<ordered_json>& na_probs_file,
                             const std::string& na_probs_path, double na_prob_thresh) {
   ordered_json na_probs = ordered_json::object();
   if (na_probs_file) {
@@ -274,8 +285,10 @@ ordered_json score_squad_v2(const SquadGold& gold, const ordered_json& predictio
   if (exact_thresh.order.empty())
     throw InputError(predictions_path + ": no prediction for any question of " + gold.path);
   add_eval_dict(out, "", exact_thresh, f1_thresh, {}, predictions_path);
-  if (!has_answer_qids.empty()) add_eval_dict(out, "HasAns_", exact_thresh, f1_thresh, has_answer_qids, predictions_path);
-  if (!no_answer_qids.empty()) add_eval_dict(out, "NoAns_", exact_thresh, f1_thresh, no_answer_qids, predictions_path);
+  if (!has_answer_qids.empty())
+    add_eval_dict(out, "HasAns_", exact_thresh, f1_thresh, has_answer_qids, predictions_path);
+  if (!no_answer_qids.empty())
+    add_eval_dict(out, "NoAns_", exact_thresh, f1_thresh, no_answer_qids, predictions_path);
   if (na_probs_file) {
     for (auto it = na_probs.begin(); it != na_probs.end(); ++it)
       if (!it->is_number())
@@ -283,7 +296,8 @@ ordered_json score_squad_v2(const SquadGold& gold, const ordered_json& predictio
                                      na_probs_path, it.key(), it->type_name()));
     const auto [best_exact, exact_threshold] =
         best_threshold(predictions, exact_raw, na_probs, has_answer, predictions_path);
-    const auto [best_f1, f1_threshold] = best_threshold(predictions, f1_raw, na_probs, has_answer, predictions_path);
+    const auto [best_f1, f1_threshold] =
+        best_threshold(predictions, f1_raw, na_probs, has_answer, predictions_path);
     out["best_exact"] = best_exact;
     out["best_exact_thresh"] = exact_threshold;
     out["best_f1"] = best_f1;

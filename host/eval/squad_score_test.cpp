@@ -34,16 +34,25 @@ TEST(SquadNormalize, MatchesThePythonScriptsOnEveryFixtureText) {
 }
 
 TEST(SquadNormalize, RulesOneByOne) {
-  EXPECT_EQ(normalize_squad_answer("The theatre, an anthem"), "theatre anthem");  // articles inside words stay
-  EXPECT_EQ(normalize_squad_answer("The-end"), "theend");                         // punctuation goes first
-  EXPECT_EQ(normalize_squad_answer("\xC2\xAB" "Paris" "\xC2\xBB"), "\xC2\xAB" "paris" "\xC2\xBB");  // « » stay
-  EXPECT_EQ(normalize_squad_answer("\xC4\xB0"), "i\xCC\x87");                        // İ → i + U+0307
-  EXPECT_EQ(normalize_squad_answer("\xCE\x9F\xCE\xA3 \xCE\xA3\xCE\x91"),             // ΟΣ ΣΑ → ος σα
+  EXPECT_EQ(normalize_squad_answer("The theatre, an anthem"),
+            "theatre anthem");                             // articles inside words stay
+  EXPECT_EQ(normalize_squad_answer("The-end"), "theend");  // punctuation goes first
+  EXPECT_EQ(normalize_squad_answer("\xC2\xAB"
+                                   "Paris"
+                                   "\xC2\xBB"),
+            "\xC2\xAB"
+            "paris"
+            "\xC2\xBB");                                                  // « » stay
+  EXPECT_EQ(normalize_squad_answer("\xC4\xB0"), "i\xCC\x87");             // İ → i + U+0307
+  EXPECT_EQ(normalize_squad_answer("\xCE\x9F\xCE\xA3 \xCE\xA3\xCE\x91"),  // ΟΣ ΣΑ → ος σα
             "\xCE\xBF\xCF\x82 \xCF\x83\xCE\xB1");
-  EXPECT_EQ(normalize_squad_answer("new\xC2\xA0york\xE3\x80\x80" "city\x1C" "x"), "new york city x");
+  EXPECT_EQ(normalize_squad_answer("new\xC2\xA0york\xE3\x80\x80"
+                                   "city\x1C"
+                                   "x"),
+            "new york city x");
   EXPECT_EQ(normalize_squad_answer("new\xE2\x80\x8Byork"), "new\xE2\x80\x8Byork");  // U+200B is not a space
-  EXPECT_EQ(normalize_squad_answer("a1 the\xD9\xA3 an"), "a1 the\xD9\xA3");          // digits are word characters
-  EXPECT_EQ(normalize_squad_answer("the\xCC\x81"), "\xCC\x81");                       // a combining mark is not
+  EXPECT_EQ(normalize_squad_answer("a1 the\xD9\xA3 an"), "a1 the\xD9\xA3");  // digits are word characters
+  EXPECT_EQ(normalize_squad_answer("the\xCC\x81"), "\xCC\x81");              // a combining mark is not
 }
 
 TEST(SquadF1, EmptyAnswersDifferBetweenVersions) {
@@ -66,8 +75,8 @@ TEST(SquadScore, MatchesThePythonScriptsOnEveryFixtureCase) {
       if (args[i] == "--na-prob-thresh") thresh = std::stod(args[i + 1]);
     }
     std::vector<std::string> notes;
-    const nlohmann::ordered_json got =
-        score_squad_files((kFixtures / args[0]).string(), (kFixtures / args[1]).string(), na_probs, thresh, notes);
+    const nlohmann::ordered_json got = score_squad_files(
+        (kFixtures / args[0]).string(), (kFixtures / args[1]).string(), na_probs, thresh, notes);
     const nlohmann::ordered_json& expected = c["expected"];
     ASSERT_EQ(got.size(), expected.size()) << c["name"] << ": " << got.dump();
     auto g = got.begin();
@@ -77,7 +86,8 @@ TEST(SquadScore, MatchesThePythonScriptsOnEveryFixtureCase) {
       EXPECT_EQ(g->get<double>(), e->get<double>()) << c["name"] << " " << e.key();  // exactly
     }
     if (c["name"] == "v1.1") {
-      EXPECT_EQ(notes, std::vector<std::string>{"Unanswered question missing-prediction will receive score 0."});
+      EXPECT_EQ(notes,
+                std::vector<std::string>{"Unanswered question missing-prediction will receive score 0."});
     }
   }
 }
@@ -92,7 +102,8 @@ class SquadScoreErrors : public ::testing::Test {
     return (dir_ / name).string();
   }
   // The InputError's message, "" when none was thrown.
-  static std::string error_of(const std::string& dev, const std::string& predictions, const std::string& na = "") {
+  static std::string error_of(const std::string& dev, const std::string& predictions,
+                              const std::string& na = "") {
     std::vector<std::string> notes;
     try {
       score_squad_files(dev, predictions, na, 1.0, notes);
@@ -113,25 +124,33 @@ TEST_F(SquadScoreErrors, NameTheFileAndWhatIsWrong) {
   EXPECT_EQ(error_of(v2, good), "");
 
   const std::string truncated = write("truncated.json", R"({"q1": "x", )");
-  EXPECT_NE(error_of(v1, truncated).find(truncated + ": the predictions file is not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of(v1, truncated).find(truncated + ": the predictions file is not valid JSON"),
+            std::string::npos);
   const std::string list = write("list.json", R"(["x"])");
   EXPECT_NE(error_of(v1, list).find("is a JSON array; expected an object"), std::string::npos);
-  EXPECT_NE(error_of(write("nover.json", R"({"data": []})"), good).find("\"version\" is missing"), std::string::npos);
+  EXPECT_NE(error_of(write("nover.json", R"({"data": []})"), good).find("\"version\" is missing"),
+            std::string::npos);
   EXPECT_NE(error_of(write("nodata.json", R"({"version": "1.1"})"), good).find("key \"data\" is missing"),
             std::string::npos);
-  const std::string bad_qa = write("badqa.json", R"({"version": "1.1", "data": [{"paragraphs": [{"qas": [{"id": 7, "answers": []}]}]}]})");
-  EXPECT_NE(error_of(bad_qa, good).find("data[0].paragraphs[0].qas[0]: key \"id\" is a number; expected a string"),
-            std::string::npos);
-  const std::string no_answers = write("noanswers.json", R"({"version": "1.1", "data": [{"paragraphs": [{"qas": [{"id": "q1", "answers": []}]}]}]})");
+  const std::string bad_qa = write(
+      "badqa.json", R"({"version": "1.1", "data": [{"paragraphs": [{"qas": [{"id": 7, "answers": []}]}]}]})");
+  EXPECT_NE(
+      error_of(bad_qa, good).find("data[0].paragraphs[0].qas[0]: key \"id\" is a number; expected a string"),
+      std::string::npos);
+  const std::string no_answers =
+      write("noanswers.json",
+            R"({"version": "1.1", "data": [{"paragraphs": [{"qas": [{"id": "q1", "answers": []}]}]}]})");
   EXPECT_NE(error_of(no_answers, good).find("question \"q1\" has no answers"), std::string::npos);
   const std::string number = write("number.json", R"({"q1": 3, "q2": ""})");
   EXPECT_NE(error_of(v1, number).find("the prediction of question \"q1\" is a number"), std::string::npos);
   EXPECT_NE(error_of(v2, write("missing.json", R"({"q1": "x"})")).find("no prediction for question \"q2\""),
             std::string::npos);
   const std::string na_partial = write("na.json", R"({"q1": 0.5})");
-  EXPECT_NE(error_of(v2, good, na_partial).find(na_partial + ": no no-answer probability for question \"q2\""),
+  EXPECT_NE(
+      error_of(v2, good, na_partial).find(na_partial + ": no no-answer probability for question \"q2\""),
+      std::string::npos);
+  EXPECT_NE(error_of(v1, good, na_partial).find("no-answer probabilities apply to SQuAD v2.0"),
             std::string::npos);
-  EXPECT_NE(error_of(v1, good, na_partial).find("no-answer probabilities apply to SQuAD v2.0"), std::string::npos);
   EXPECT_NE(error_of((dir_ / "absent.json").string(), good).find("cannot open"), std::string::npos);
 }
 
