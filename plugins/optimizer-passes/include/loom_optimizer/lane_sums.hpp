@@ -18,23 +18,24 @@ struct LaneSums {
   }
 };
 
-/// Calls `element(k, lane)` for k in [0, n) with lane = k mod 8 counted from the last whole group
-/// of 8 (the order every block loop of the optimizers uses).
-template <typename Element>
-inline void for_each_in_lanes(size_t n, const Element& element) {
-  const size_t whole = n - n % kLanes;
-  for (size_t i = 0; i < whole; i += kLanes)
-    for (size_t j = 0; j < kLanes; ++j) element(i + j, j);
-  for (size_t i = whole; i < n; ++i) element(i, i - whole);
-}
+// Every element loop of the passes puts element k of a block on lane k mod 8 over the whole groups
+// of 8, then the tail on lanes 0, 1, ... Each pass writes the two loops out itself
+// (`for i in groups: for j < 8: element(i + j, j)`, then the tail): handing the element function
+// to a shared loop template keeps GCC from holding the lane sums in registers (30% slower).
 
 /// Σ x[i]² over [0, n), accumulated in double.
 inline double sum_of_squares(const float* __restrict x, size_t n) {
   LaneSums sums;
-  for_each_in_lanes(n, [&](size_t k, size_t lane) {
-    const double value = x[k];
-    sums.lane[lane] += value * value;
-  });
+  const size_t whole = n - n % kLanes;
+  for (size_t i = 0; i < whole; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) {
+      const double value = x[i + j];
+      sums.lane[j] += value * value;
+    }
+  for (size_t i = whole; i < n; ++i) {
+    const double value = x[i];
+    sums.lane[i - whole] += value * value;
+  }
   return sums.total();
 }
 

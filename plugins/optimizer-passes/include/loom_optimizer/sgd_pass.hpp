@@ -23,12 +23,12 @@ struct SgdBlockConstants {
 };
 
 /// One block; returns Σ g² of the raw gradients when kSumGradients. `first`: the momentum buffer
-/// starts as d.
+/// starts as d. Never inlined, so GCC keeps its __restrict parameters (adam_passes.hpp says why).
 template <bool kMomentum, bool kNesterov, bool kSumGradients>
-double sgd_block(const float* __restrict g, float* __restrict buffer, float* __restrict w, size_t n,
-                 const SgdBlockConstants& c, bool first) {
+[[gnu::noinline]] double sgd_block(const float* __restrict g, float* __restrict buffer, float* __restrict w,
+                                   size_t n, const SgdBlockConstants& c, bool first) {
   LaneSums grad_squares;
-  for_each_in_lanes(n, [&](size_t k, size_t lane) {
+  auto element = [&](size_t k, size_t lane) {
     if constexpr (kSumGradients) {
       const double raw = g[k];
       grad_squares.lane[lane] += raw * raw;
@@ -40,7 +40,11 @@ double sgd_block(const float* __restrict g, float* __restrict buffer, float* __r
       d = kNesterov ? d + c.momentum * b : b;
     }
     w[k] -= c.lr * d;
-  });
+  };
+  const size_t whole = n - n % kLanes;
+  for (size_t i = 0; i < whole; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) element(i + j, j);
+  for (size_t i = whole; i < n; ++i) element(i, i - whole);
   return grad_squares.total();
 }
 
