@@ -2,15 +2,18 @@
 // throughput of the recipe's model, data and precision (no checkpoints, no metrics files):
 // sequences/s, tokens/s, model TFLOP/s (training_flops.hpp), milliseconds per step split into
 // data, forward, backward, optimizer and communication, the process's peak RSS, and on a
-// backend that describes its device (DeviceDescription) the device (name, SMs or threads, share of its dense
-// bf16 peak, peak device memory). Batches come from the recipe's [data], read once before timing starts, so
-// the numbers measure compute, not the data pipeline. Under mpirun with communicator/mpi every rank trains on
-// the same batch and gradients are averaged as `loom run` does (overlapped buckets, or once with
-// train.allreduce_post_accumulation); "communication" is then the time a step waited for gradients that
-// backward did not hide. On a backend whose memory the host cannot address (a GPU) the optimizer runs on host
-// copies as in `loom run` (host_mirror.hpp): "communication" includes the gradient download, "optimizer" the
-// weight upload. Rank 0 prints. With --inference it measures inference requests instead: sequences/s
-// and latency percentiles per batch size, sequence length and precision (inference_bench.cpp).
+// backend that describes its device (DeviceDescription) the device (name, SMs or threads, share
+// of its dense bf16 peak, peak device memory). Batches come from the recipe's [data], read once
+// before timing starts, so the numbers measure compute, not the data pipeline. Under mpirun with
+// communicator/mpi every rank trains on the same batch and gradients are averaged as `loom run`
+// does (overlapped buckets, or once with train.allreduce_post_accumulation); "communication" is
+// then the time a step waited for gradients that backward did not hide. The step ends as in `loom
+// run` (backend_update.hpp): on the backend when it offers the optimizer passes ("optimizer" then
+// includes the non-finite flag read), else, on a backend whose memory the host cannot address, on
+// host copies (host_mirror.hpp), where "communication" includes the gradient download and
+// "optimizer" the weight upload. Rank 0 prints. With --inference it measures inference requests
+// instead: sequences/s and latency percentiles per batch size, sequence length and precision
+// (inference_bench.cpp).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -26,6 +29,7 @@
 #include "model/model_setup.hpp"
 #include "model/training_flops.hpp"
 #include "recipe/run_settings.hpp"
+#include "train/backend_update.hpp"
 #include "train/gradient_sync.hpp"
 #include "train/run_components.hpp"
 #include "train/train_step.hpp"
@@ -71,11 +75,14 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   if (batch.mlm_labels != nullptr)
     for (int64_t i = 0; i < batch.batch * batch.seq; ++i) predictions += batch.mlm_labels[i] >= 0;
 
-  // As `loom run`: host copies of weights and gradients when the backend's memory is a device's.
-  host::HostMirror master(backend, model.master()), grads(backend, model.grads());
-  master.pull();
   const int world = c.communicator.call([](loom::Communicator& m) { return m.size(); });
   const int rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
+  // As `loom run`: the step ends on the backend when everything offers it, else on host copies of
+  // weights and gradients when the backend's memory is a device's.
+  const std::unique_ptr<host::BackendUpdate> on_backend =
+      host::BackendUpdate::attach_if_offered(c, model, world);
+  host::HostMirror master(backend, model.master()), grads(backend, model.grads());
+  master.pull();
   host::GradientSync sync(c.communicator, c.communicator2, grads.data(), total,
                           host::gradient_sync_options(settings.allreduce_post_accumulation,
                                                       settings.allreduce_bucket_mb, grads.copies()));
@@ -97,12 +104,16 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       model.backward(1.0f);
     backend.synchronize();
     t_backward += since(t), t = Clock::now();
-    grads.pull();
+    if (!on_backend) grads.pull();
     if (world > 1) sync.finish();
     t_comm += since(t), t = Clock::now();
-    c.optimizer.call([&](loom::Optimizer& o) { o.step(master.data(), grads.data(), {base_lr, 1.0}); });
-    master.push();
-    model.refresh_compute_weights();
+    if (on_backend) {  // the gradient pass, the flag read, the update and the cast
+      if (on_backend->decide().apply) on_backend->update({base_lr, 1.0});
+    } else {
+      c.optimizer.call([&](loom::Optimizer& o) { o.step(master.data(), grads.data(), {base_lr, 1.0}); });
+      master.push();
+      model.refresh_compute_weights();
+    }
     t_optimizer += since(t);
   }
   const double train_seconds = t_upload + t_forward + t_backward + t_comm + t_optimizer;
