@@ -15,6 +15,7 @@
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
+#include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom_backend/argument_checks.hpp"
 
@@ -28,7 +29,8 @@ class OneDnnGemm;
 class CpuBackend final : public loom::Backend,
                          public loom::FusedAttention,
                          public loom::DeviceDescription,
-                         public loom::OptimizerSteps {
+                         public loom::OptimizerSteps,
+                         public loom::ResidualLayerNorm {
  public:
   /// Reads options `threads` (default: every core this process may use) and `fused_attention`
   /// (default false: the reference attention op is exact but slower than the GEMM path here).
@@ -109,6 +111,19 @@ class CpuBackend final : public loom::Backend,
                           const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
                           const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                           const loom::Tensor& delta) override;
+
+  // ResidualLayerNorm (named interface; residual_layernorm.cpp): bias + dropout + residual +
+  // LayerNorm in one pass per row, bit for bit the separate ops.
+  void residual_layernorm_forward(const loom::Tensor& y, const loom::Tensor& bias, const loom::Tensor& residual,
+                                  float p, uint64_t seed, uint64_t offset, const loom::Tensor& gamma,
+                                  const loom::Tensor& beta, float eps, const loom::Tensor& sum,
+                                  const loom::Tensor& out, const loom::Tensor& out_compute,
+                                  const loom::Tensor& mean, const loom::Tensor& rstd) override;
+  void residual_layernorm_backward(const loom::Tensor& d_out, const loom::Tensor& sum, const loom::Tensor& gamma,
+                                   const loom::Tensor& mean, const loom::Tensor& rstd, float p, uint64_t seed,
+                                   uint64_t offset, const loom::Tensor& d_sum, const loom::Tensor& d_branch,
+                                   const loom::Tensor& dgamma, const loom::Tensor& dbeta,
+                                   const loom::Tensor& dbias) override;
 
   // OptimizerSteps (named interface; optimizer_steps.cpp): the passes of plugins/optimizer-passes,
   // bit for bit what the host optimizers of plugins/optim compute.
