@@ -10,6 +10,7 @@
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
 #include "loom_backend/op_contracts.hpp"
+#include "row_quads.cuh"
 
 namespace loom_cuda {
 namespace {
@@ -133,10 +134,6 @@ __global__ void axpby_kernel(float alpha, const float* x, float beta, float* y, 
 }
 
 #undef LOOM_GRID_STRIDE
-
-bool is_aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
 
 /// bias_add's and bias_grad's shared contract, then this backend's own limit: the bias rows index
 /// a grid dimension (at most 65535).

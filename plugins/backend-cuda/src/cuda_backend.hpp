@@ -1,4 +1,5 @@
-// backend/cuda: the Backend op set, fused attention and a device description on one NVIDIA GPU.
+// backend/cuda: the Backend op set, fused attention, the fused residual + LayerNorm and a device
+// description on one NVIDIA GPU.
 //
 // One CUDA stream per backend, created at construction: every op, copy and allocation reuse is
 // ordered on it, so ops are asynchronous and only copy_to_host and synchronize wait for the GPU.
@@ -26,6 +27,7 @@
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
+#include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/ops/transfer_counts.hpp"
 #include "loom_backend/argument_checks.hpp"
 
@@ -45,6 +47,7 @@ class CudaBackend final : public loom::Backend,
                           public loom::FusedAttention,
                           public loom::DeviceDescription,
                           public loom::OptimizerSteps,
+                          public loom::ResidualLayerNorm,
                           public loom::TransferCounter {
  public:
   /// Reads options `device` (default -1: the launcher's local rank modulo the device count,
@@ -125,6 +128,21 @@ class CudaBackend final : public loom::Backend,
                           const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
                           const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                           const loom::Tensor& delta) override;
+
+  // ResidualLayerNorm (named interface; residual_layernorm.cu): bias + dropout + residual +
+  // LayerNorm in one row kernel per direction; rows of at most 16384 columns.
+  void residual_layernorm_forward(const loom::Tensor& y, const loom::Tensor& bias,
+                                  const loom::Tensor& residual, float p, uint64_t seed, uint64_t offset,
+                                  const loom::Tensor& gamma, const loom::Tensor& beta, float eps,
+                                  const loom::Tensor& sum, const loom::Tensor& out,
+                                  const loom::Tensor& out_compute, const loom::Tensor& mean,
+                                  const loom::Tensor& rstd) override;
+  void residual_layernorm_backward(const loom::Tensor& d_out, const loom::Tensor& sum,
+                                   const loom::Tensor& gamma, const loom::Tensor& mean,
+                                   const loom::Tensor& rstd, float p, uint64_t seed, uint64_t offset,
+                                   const loom::Tensor& d_sum, const loom::Tensor& d_branch,
+                                   const loom::Tensor& dgamma, const loom::Tensor& dbeta,
+                                   const loom::Tensor& dbias) override;
 
   /// Name and SM count from cudaGetDeviceProperties, the dense bf16 peak (device_peak.cpp) and
   /// the allocator's high-water mark.

@@ -2,12 +2,12 @@
 //
 // Forward and dx: one warp per row, two passes over the row in f32 (mean, then the biased
 // variance of x − mean: no catastrophic cancellation), lane sums combined by a fixed butterfly.
-// dγ/dβ are deterministic column sums (column_sums.cuh) of dy·x̂ and dy, enqueued BEFORE the dx
-// kernel so dx may alias dy.
-#include "column_sums.cuh"
+// dγ/dβ are deterministic column sums of dy·x̂ and dy (layernorm_parameter_grads.cuh), enqueued
+// BEFORE the dx kernel so dx may alias dy.
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
+#include "layernorm_parameter_grads.cuh"
 #include "loom_backend/op_contracts.hpp"
 #include "warp_reductions.cuh"
 
@@ -68,21 +68,6 @@ __global__ void layernorm_input_grad_kernel(const float* dy, const SX* x, const 
   }
 }
 
-/// dγ and dβ terms of row `row`, column `col`: dy·x̂ and dy.
-template <typename SX>
-struct LayerNormParameterTerm {
-  const float* dy;
-  const SX* x;
-  const float* mean;
-  const float* rstd;
-  int64_t cols;
-  __device__ void operator()(int64_t row, int64_t col, float* values) const {
-    const int64_t i = row * cols + col;
-    values[0] = dy[i] * ((load(x, i) - mean[row]) * rstd[row]);
-    values[1] = dy[i];
-  }
-};
-
 unsigned row_blocks(int64_t rows) {
   return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
 }
@@ -119,17 +104,17 @@ void CudaBackend::layernorm_backward(const loom::Tensor& dy, const loom::Tensor&
       check, dy, x, gamma, mean, rstd, dx, dgamma, dbeta, accumulate_dx);
   const int64_t rows = shape.rows, cols = shape.cols;
   if (rows == 0) return;
-  const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
-  float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));
+  float* partial =
+      static_cast<float*>(scratch(ColumnSumPlan::make(rows, cols, 1).scratch_floats(2) * sizeof(float)));
   with_float_storage(x.dtype, "layernorm_backward", [&](auto xt) {
     using SX = decltype(xt);
     const auto* xs = static_cast<const SX*>(x.data);
     const auto* dys = static_cast<const float*>(dy.data);
     const auto* means = static_cast<const float*>(mean.data);
     const auto* rstds = static_cast<const float*>(rstd.data);
-    float* const out[2] = {static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data)};
-    accumulate_column_sums<2>(LayerNormParameterTerm<SX>{dys, xs, means, rstds, cols}, plan, partial, out,
-                              stream_);
+    accumulate_layernorm_parameter_grads(dys, xs, means, rstds, rows, cols, partial,
+                                         static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data),
+                                         stream_);
     layernorm_input_grad_kernel<SX><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
         dys, xs, static_cast<const float*>(gamma.data), means, rstds, static_cast<float*>(dx.data),
         accumulate_dx, rows, cols);

@@ -35,4 +35,16 @@ __device__ __forceinline__ uint32_t philox_word(uint64_t seed, uint64_t index) {
   return word == 0 ? words.x : word == 1 ? words.y : word == 2 ? words.z : words.w;
 }
 
+/// Words first .. first + 3 of the stream `seed`: the dropout words of four consecutive elements
+/// (one Philox block when first % 4 == 0, else the two it straddles).
+__device__ __forceinline__ uint4 philox_words4(uint64_t seed, uint64_t first) {
+  const uint4 a = philox_block(seed, first >> 2);
+  const uint32_t skip = first & 3u;
+  if (skip == 0) return a;
+  const uint4 b = philox_block(seed, (first >> 2) + 1);
+  return skip == 1   ? make_uint4(a.y, a.z, a.w, b.x)
+         : skip == 2 ? make_uint4(a.z, a.w, b.x, b.y)
+                     : make_uint4(a.w, b.x, b.y, b.z);
+}
+
 }  // namespace loom_cuda

@@ -1,8 +1,8 @@
 // The built plugin through its C entry point (no host, no GPU needed): the descriptor names
 // backend/cuda at interface version 2, a dry run validates options without a device, unknown
 // options are refused (LOOM_CUDA_SYNC_CHECK too), and without a GPU construction fails as
-// "unsupported", never a crash; a dry-run backend offers its named interfaces (its transfer counts
-// among them, all zero).
+// "unsupported", never a crash; a dry-run backend offers its named interfaces (fused attention, the
+// device description, ResidualLayerNorm and its transfer counts, all zero).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include "loom/sdk/interfaces.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/ops/transfer_counts.hpp"
 #include "loom/sdk/plugin_abi.h"
 
@@ -96,6 +97,7 @@ TEST_F(PluginDescriptorTest, ADryRunBackendOffersItsNamedInterfacesAndCountsNoWa
   EXPECT_EQ(counts.host_to_device_copies, 0u);
   EXPECT_NE(loom::find_interface<loom::FusedAttention>(component.query_interface, made), nullptr);
   EXPECT_NE(loom::find_interface<loom::DeviceDescription>(component.query_interface, made), nullptr);
+  EXPECT_NE(loom::find_interface<loom::ResidualLayerNorm>(component.query_interface, made), nullptr);
   component.destroy(made);
 }
 

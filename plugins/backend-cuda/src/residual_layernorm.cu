@@ -1,0 +1,315 @@
+// ResidualLayerNorm (loom/sdk/ops/residual_layernorm.hpp): a post-LN layer's "add & norm" in one
+// row kernel per direction, instead of bias_add, dropout_forward, add and layernorm_forward (four
+// passes over [rows, C], three of them writing it) and, backward, layernorm's dx and
+// dropout_backward.
+//
+// Row kernels: one block per row, the grid striding over rows. A thread owns the same quads of
+// four columns (row_quads.cuh: float4 accesses when C % 4 == 0 and the views are aligned, scalar
+// ones otherwise) in every row and keeps them in registers between the passes, so each input is
+// read from memory once: the sum, then its mean and the variance of (sum − mean) from registers
+// (the two-pass formula of layernorm.cu), block sums in a fixed tree (warp_reductions.cuh).
+// Registers bound a row to 8 quads × 512 threads: C ≤ 16384.
+//
+// Dropout draws dropout.cu's words: element (r, c) uses word offset + r·C + c (philox_words4 gives
+// a quad's four). The sum is rounded as the unfused ops round it — y + bias, × 1/(1 − p), + residual,
+// each with an explicit _rn intrinsic so nvcc contracts nothing into an FMA — so `sum` is
+// bit-identical to bias_add, dropout_forward and add on either backend.
+//
+// Backward: dγ/dβ are layernorm_backward's column sums of d_out·x̂ and d_out, enqueued before the
+// row kernel so d_sum may alias d_out; dbias is bias_grad's column sums of d_branch, after it.
+// Every reduction has a fixed order: results do not depend on the grid.
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "column_sums.cuh"
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "layernorm_parameter_grads.cuh"
+#include "loom/sdk/philox.hpp"
+#include "loom_backend/residual_layernorm_contract.hpp"
+#include "philox_device.cuh"
+#include "row_quads.cuh"
+#include "warp_reductions.cuh"
+
+namespace loom_cuda {
+namespace {
+
+constexpr int kMaxThreads = 512;                                       // per row block
+constexpr int kMaxQuadsPerThread = 8;                                  // register budget under kMaxThreads
+constexpr int64_t kMaxColumns = 4 * kMaxQuadsPerThread * kMaxThreads;  // 16384
+
+/// The dropout of one call: element (r, c) is kept when word offset + r·C + c ≥ threshold.
+struct RowDropout {
+  bool on;  // p > 0
+  uint32_t threshold;
+  float scale;  // 1/(1 − p), computed as dropout.cu computes it
+  uint64_t seed, offset;
+
+  static RowDropout make(float p, uint64_t seed, uint64_t offset) {
+    return {p > 0.0f, loom::dropout_threshold(p), 1.0f / (1.0f - p), seed, offset};
+  }
+  /// v scaled or zeroed as dropout_forward/backward do, for the four elements from `element`
+  /// (= r·C + 4q) on.
+  __device__ void apply(int64_t element, float (&v)[4]) const {
+    if (!on) return;
+    const uint4 w = philox_words4(seed, offset + static_cast<uint64_t>(element));
+    const uint32_t word[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = word[j] >= threshold ? __fmul_rn(v[j], scale) : 0.0f;
+  }
+};
+
+/// sum = dropout(y + bias) + residual, out = LayerNorm(sum) (and its 16-bit copy), mean, rstd.
+/// sum may alias y or residual: a thread reads a quad of both before writing it to sum.
+template <int kQuads, typename SC>
+__global__ void __launch_bounds__(kMaxThreads)
+    bias_dropout_residual_layernorm_kernel(const float* y, const float* bias, const float* residual,
+                                           RowDropout dropout, const float* gamma, const float* beta,
+                                           float eps, float* sum, float* out, SC* out_compute, float* mean,
+                                           float* rstd, int64_t rows, int64_t cols, bool vector) {
+  __shared__ float reduce[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {  // uniform: block_sum's syncs are safe
+    const int64_t base = row * cols;
+    float x[kQuads][4];
+    float total = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kQuads; ++k) {
+      const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
+      if (quad_width(q, cols) == 0) {  // past the row: zeros, which add nothing to the sums
+#pragma unroll
+        for (int j = 0; j < 4; ++j) x[k][j] = 0.0f;
+        continue;
+      }
+      float r[4], b[4];
+      load_quad(y + base, q, cols, vector, x[k]);  // columns ≥ C read 0 and stay 0 below
+      load_quad(residual + base, q, cols, vector, r);
+      if (bias != nullptr) {
+        load_quad(bias, q, cols, vector, b);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) x[k][j] = __fadd_rn(x[k][j], b[j]);
+      }
+      dropout.apply(base + 4 * q, x[k]);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        x[k][j] = __fadd_rn(x[k][j], r[j]);
+        total += x[k][j];
+      }
+      store_quad(sum + base, q, cols, vector, x[k]);
+    }
+    const float m = block_sum(total, reduce) / static_cast<float>(cols);
+    float squares = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kQuads; ++k) {
+      const int width = quad_width(threadIdx.x + int64_t{k} * blockDim.x, cols);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float d = j < width ? x[k][j] - m : 0.0f;
+        squares += d * d;
+      }
+    }
+    const float s = rsqrtf(block_sum(squares, reduce) / static_cast<float>(cols) + eps);
+#pragma unroll
+    for (int k = 0; k < kQuads; ++k) {
+      const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
+      if (quad_width(q, cols) == 0) continue;
+      float g[4], bt[4], o[4];
+      load_quad(gamma, q, cols, vector, g);
+      load_quad(beta, q, cols, vector, bt);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) o[j] = (x[k][j] - m) * s * g[j] + bt[j];
+      store_quad(out + base, q, cols, vector, o);
+      if (out_compute != nullptr) store_quad(out_compute + base, q, cols, vector, o);  // rounded once
+    }
+    if (threadIdx.x == 0) {
+      mean[row] = m;
+      rstd[row] = s;
+    }
+  }
+}
+
+/// d_sum = LayerNorm's input gradient (layernorm.cu's formula), d_branch = dropout'(d_sum).
+/// d_sum may alias d_out: a thread reads a quad of d_out before writing it to d_sum.
+template <int kQuads>
+__global__ void __launch_bounds__(kMaxThreads)
+    layernorm_dropout_input_grad_kernel(const float* d_out, const float* sum, const float* gamma,
+                                        const float* mean, const float* rstd, RowDropout dropout,
+                                        float* d_sum, float* d_branch, int64_t rows, int64_t cols,
+                                        bool vector) {
+  __shared__ float reduce[32];
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t base = row * cols;
+    const float m = mean[row], s = rstd[row];
+    float dnorm[kQuads][4], xhat[kQuads][4];
+    float dnorm_sum = 0.0f, dnorm_xhat_sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kQuads; ++k) {
+      const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
+      const int width = quad_width(q, cols);
+      if (width == 0) {  // past the row: zeros, which add nothing to the sums
+#pragma unroll
+        for (int j = 0; j < 4; ++j) dnorm[k][j] = xhat[k][j] = 0.0f;
+        continue;
+      }
+      float dy[4], x[4], g[4];
+      load_quad(d_out + base, q, cols, vector, dy);
+      load_quad(sum + base, q, cols, vector, x);
+      load_quad(gamma, q, cols, vector, g);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        dnorm[k][j] = dy[j] * g[j];  // 0 beyond C: loads read 0 there
+        xhat[k][j] = j < width ? (x[j] - m) * s : 0.0f;
+        dnorm_sum += dnorm[k][j];
+        dnorm_xhat_sum += dnorm[k][j] * xhat[k][j];
+      }
+    }
+    const float dnorm_mean = block_sum(dnorm_sum, reduce) * inv_cols;
+    const float dnorm_xhat_mean = block_sum(dnorm_xhat_sum, reduce) * inv_cols;
+#pragma unroll
+    for (int k = 0; k < kQuads; ++k) {
+      const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
+      if (quad_width(q, cols) == 0) continue;
+      float grad[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) grad[j] = s * (dnorm[k][j] - dnorm_mean - xhat[k][j] * dnorm_xhat_mean);
+      store_quad(d_sum + base, q, cols, vector, grad);
+      dropout.apply(base + 4 * q, grad);
+      store_quad(d_branch + base, q, cols, vector, grad);
+    }
+  }
+}
+
+/// Threads per row block and quads per thread for rows of `cols` columns: the fewest quads per
+/// thread that keep a block within 256 threads (512 at 8 quads), so a thread's registers hold its
+/// part of a row.
+struct RowLaunch {
+  int quads_per_thread = 0;  // 0: the row does not fit (cols > kMaxColumns)
+  int threads = 0;
+};
+
+RowLaunch row_launch(int64_t cols) {
+  const int64_t quads = (cols + 3) / 4;
+  for (int k = 1; k <= kMaxQuadsPerThread; k *= 2) {
+    const int64_t threads = ((quads + k - 1) / k + 31) / 32 * 32;
+    if (threads <= (k == kMaxQuadsPerThread ? kMaxThreads : 256)) return {k, static_cast<int>(threads)};
+  }
+  return {};
+}
+
+/// Row blocks for `kernel`: as many as the device holds at once (more rows than that stride), at
+/// most one per row.
+template <typename Kernel>
+unsigned row_blocks(Kernel kernel, int threads, int64_t rows, int multiprocessors, const char* op) {
+  int per_multiprocessor = 0;
+  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, threads, 0), op);
+  const int64_t resident = int64_t{std::max(per_multiprocessor, 1)} * std::max(multiprocessors, 1);
+  return static_cast<unsigned>(std::min(rows, resident));
+}
+
+/// Calls body(std::integral_constant<int, k>{}) for k = quads_per_thread (1, 2, 4 or 8).
+template <typename Body>
+void with_quads_per_thread(int quads_per_thread, Body&& body) {
+  switch (quads_per_thread) {
+    case 1:
+      return body(std::integral_constant<int, 1>{});
+    case 2:
+      return body(std::integral_constant<int, 2>{});
+    case 4:
+      return body(std::integral_constant<int, 4>{});
+    default:
+      return body(std::integral_constant<int, 8>{});
+  }
+}
+
+/// The contract's checks, then this backend's own limit: a row must fit in a block's registers.
+void check_row_fits(const ArgumentChecks& check, int64_t cols) {
+  check.require(cols <= kMaxColumns, "rows of " + std::to_string(cols) +
+                                         " columns: backend/cuda holds a row in registers, at most " +
+                                         std::to_string(kMaxColumns) + " columns");
+}
+
+}  // namespace
+
+void CudaBackend::residual_layernorm_forward(const loom::Tensor& y, const loom::Tensor& bias,
+                                             const loom::Tensor& residual, float p, uint64_t seed,
+                                             uint64_t offset, const loom::Tensor& gamma,
+                                             const loom::Tensor& beta, float eps, const loom::Tensor& sum,
+                                             const loom::Tensor& out, const loom::Tensor& out_compute,
+                                             const loom::Tensor& mean, const loom::Tensor& rstd) {
+  const char* op = "residual_layernorm_forward";
+  const auto check = checks(op);
+  const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_forward(
+      check, y, bias, residual, p, gamma, beta, eps, sum, out, out_compute, mean, rstd);
+  const int64_t rows = shape.rows, cols = shape.cols;
+  check_row_fits(check, cols);
+  if (rows == 0) return;
+  const RowLaunch launch = row_launch(cols);
+  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+  const bool vector = cols % 4 == 0 && is_aligned16(y.data) && is_aligned16(residual.data) &&
+                      is_aligned16(sum.data) && is_aligned16(out.data) && is_aligned16(gamma.data) &&
+                      is_aligned16(beta.data) && (b == nullptr || is_aligned16(b)) &&
+                      (!out_compute.defined() || is_aligned8(out_compute.data));
+  const auto run = [&](auto compute_type) {
+    using SC = decltype(compute_type);
+    with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
+      const auto kernel = bias_dropout_residual_layernorm_kernel<decltype(quads)::value, SC>;
+      const unsigned blocks = row_blocks(kernel, launch.threads, rows, info_.multiprocessors, op);
+      kernel<<<blocks, launch.threads, 0, stream_>>>(
+          static_cast<const float*>(y.data), b, static_cast<const float*>(residual.data),
+          RowDropout::make(p, seed, offset), static_cast<const float*>(gamma.data),
+          static_cast<const float*>(beta.data), eps, static_cast<float*>(sum.data),
+          static_cast<float*>(out.data), out_compute.defined() ? static_cast<SC*>(out_compute.data) : nullptr,
+          static_cast<float*>(mean.data), static_cast<float*>(rstd.data), rows, cols, vector);
+    });
+  };
+  // Without out_compute the bf16 instantiation runs with a null pointer (the store is skipped).
+  if (out_compute.defined() && out_compute.dtype == DType::f16)
+    run(loom::Half{});
+  else
+    run(loom::BFloat16{});
+  check_launch(op);
+}
+
+void CudaBackend::residual_layernorm_backward(const loom::Tensor& d_out, const loom::Tensor& sum,
+                                              const loom::Tensor& gamma, const loom::Tensor& mean,
+                                              const loom::Tensor& rstd, float p, uint64_t seed,
+                                              uint64_t offset, const loom::Tensor& d_sum,
+                                              const loom::Tensor& d_branch, const loom::Tensor& dgamma,
+                                              const loom::Tensor& dbeta, const loom::Tensor& dbias) {
+  const char* op = "residual_layernorm_backward";
+  const auto check = checks(op);
+  const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_backward(
+      check, d_out, sum, gamma, mean, rstd, p, d_sum, d_branch, dgamma, dbeta, dbias);
+  const int64_t rows = shape.rows, cols = shape.cols;
+  check_row_fits(check, cols);
+  if (rows == 0) return;
+  const RowLaunch launch = row_launch(cols);
+  const auto* dys = static_cast<const float*>(d_out.data);
+  const auto* sums = static_cast<const float*>(sum.data);
+  const auto* means = static_cast<const float*>(mean.data);
+  const auto* rstds = static_cast<const float*>(rstd.data);
+  auto* branch = static_cast<float*>(d_branch.data);
+  // One scratch area serves both column sums: they run one after the other on the stream.
+  const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
+  float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));
+  accumulate_layernorm_parameter_grads(dys, sums, means, rstds, rows, cols, partial,
+                                       static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data),
+                                       stream_);
+  const bool vector = cols % 4 == 0 && is_aligned16(d_out.data) && is_aligned16(sum.data) &&
+                      is_aligned16(gamma.data) && is_aligned16(d_sum.data) && is_aligned16(d_branch.data);
+  with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
+    const auto kernel = layernorm_dropout_input_grad_kernel<decltype(quads)::value>;
+    const unsigned blocks = row_blocks(kernel, launch.threads, rows, info_.multiprocessors, op);
+    kernel<<<blocks, launch.threads, 0, stream_>>>(
+        dys, sums, static_cast<const float*>(gamma.data), means, rstds, RowDropout::make(p, seed, offset),
+        static_cast<float*>(d_sum.data), branch, rows, cols, vector);
+  });
+  if (dbias.defined()) {
+    float* const out[1] = {static_cast<float*>(dbias.data)};
+    accumulate_column_sums<1>(DenseColumnTerm{branch, cols}, plan, partial, out, stream_);
+  }
+  check_launch(op);
+}
+
+}  // namespace loom_cuda
