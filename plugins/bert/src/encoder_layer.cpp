@@ -15,10 +15,14 @@
 // config's max_position_embeddings), the softmax and dropout of the first line and the product
 // with v run as one op: probs is not saved (the op keeps the row log-sum-exp, [B, nh, T]) and
 // the [B, nh, T, T] scratch disappears. The dropout bits are the same in both paths.
+//
+// When the backend offers ResidualLayerNorm, each "dropout(dense + bias) + residual, LayerNorm"
+// (and its backward with the bias gradient) is one op instead of four; the results are the same.
 #include <cmath>
 
 #include "bert_block.hpp"
 #include "components.hpp"
+#include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "region_carver.hpp"
 
@@ -49,6 +53,7 @@ class EncoderLayer final : public BertBlock {
     const int64_t head_dim = config_.hidden_size / config_.num_attention_heads;
     fused_ = fused_attention_ops_ != nullptr &&
              fused_attention_ops_->fused_attention(head_dim, config_.max_position_embeddings);
+    add_norm_ = loom::find_backend_interface<loom::ResidualLayerNorm>(setup);
   }
 
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
@@ -86,24 +91,19 @@ class EncoderLayer final : public BertBlock {
       attention_unfused_forward(step, s, w, B, T);
     }
 
-    // Attention output: dense, dropout, residual, LayerNorm.
-    linear_forward(s.ctx, out_weight_, master(out_bias_), w.tmp);
-    dropout_forward(step, w.tmp, w.tmp, config_.hidden_dropout_prob, 1);
-    be().add(w.tmp, x, s.x1);
+    // Attention output: dense, then bias, dropout, residual and LayerNorm.
+    linear_forward(s.ctx, out_weight_, Tensor{}, w.tmp);
     // h1 in f32 is needed by backward only in f32 compute (16-bit compute keeps h1_c instead).
     const Tensor h1 = reduced() ? w.h1 : s.h1;
-    be().layernorm_forward(s.x1, master(ln1_gamma_), master(ln1_beta_), config_.layer_norm_eps, h1, s.mean1,
-                           s.rstd1);
+    const Tensor h1_c = add_norm_forward(step, 1, w.tmp, out_bias_, x, ln1_gamma_, ln1_beta_, s.x1, h1, s.h1_c,
+                                         s.mean1, s.rstd1);
 
-    // Feed-forward: dense + GELU, dense, dropout, residual, LayerNorm.
-    const Tensor h1_c = to_compute(h1, s.h1_c);
+    // Feed-forward: dense + GELU, dense, then bias, dropout, residual and LayerNorm.
     linear_forward(h1_c, ffn_in_weight_, Tensor{}, s.u);
     be().bias_gelu_forward(s.u, master(ffn_in_bias_), s.g, gelu());
-    linear_forward(s.g, ffn_out_weight_, master(ffn_out_bias_), w.tmp);
-    dropout_forward(step, w.tmp, w.tmp, config_.hidden_dropout_prob, 2);
-    be().add(w.tmp, h1, s.x2);
-    be().layernorm_forward(s.x2, master(ln2_gamma_), master(ln2_beta_), config_.layer_norm_eps,
-                           output.reshape({N, H}), s.mean2, s.rstd2);
+    linear_forward(s.g, ffn_out_weight_, Tensor{}, w.tmp);
+    add_norm_forward(step, 2, w.tmp, ffn_out_bias_, h1, ln2_gamma_, ln2_beta_, s.x2, output.reshape({N, H}),
+                     Tensor{}, s.mean2, s.rstd2);
   }
 
   void backward(const loom::StepArgs& step, const Tensor& d_output, const Tensor& d_input) override {
@@ -114,14 +114,12 @@ class EncoderLayer final : public BertBlock {
     const BackwardScratch w = carve_backward_scratch(scratch_region, B, T);
     const Tensor dy = d_output.reshape({N, H});
     const Tensor dx = d_input.reshape({N, H});
-    const float p_hidden = config_.hidden_dropout_prob;
 
     // out = LayerNorm(x2), x2 = dropout(g·W2ᵀ + b2) + h1.
-    be().layernorm_backward(dy, s.x2, master(ln2_gamma_), s.mean2, s.rstd2, w.d_res, grad(ln2_gamma_),
-                            grad(ln2_beta_), false);
-    dropout_backward(step, w.d_res, w.d_dense, p_hidden, 2);
-    linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), s.g, ffn_out_weight_, grad(ffn_out_bias_),
-                    w.d_wide, 0.0f);
+    add_norm_backward(step, 2, dy, s.x2, ln2_gamma_, ln2_beta_, ffn_out_bias_, s.mean2, s.rstd2, w.d_res,
+                      w.d_dense);
+    linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), s.g, ffn_out_weight_, Tensor{}, w.d_wide,
+                    0.0f);
     // g = gelu(u + bi), u = h1·Wiᵀ.
     be().bias_gelu_backward(w.d_wide, s.u, master(ffn_in_bias_), w.d_wide, grad(ffn_in_bias_), gelu());
     const Tensor h1_c = reduced() ? s.h1_c : s.h1;
@@ -129,12 +127,11 @@ class EncoderLayer final : public BertBlock {
                     0.0f);
     be().axpby(1.0f, w.d_res, 1.0f, w.d_dense);  // + residual path into h1
 
-    // h1 = LayerNorm(x1), x1 = dropout(ctx·Woᵀ + bo) + x.
-    be().layernorm_backward(w.d_dense, s.x1, master(ln1_gamma_), s.mean1, s.rstd1, w.d_res, grad(ln1_gamma_),
-                            grad(ln1_beta_), false);
-    dropout_backward(step, w.d_res, w.d_dense, p_hidden, 1);
-    linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), s.ctx, out_weight_, grad(out_bias_),
-                    w.d_ctx, 0.0f);
+    // h1 = LayerNorm(x1), x1 = dropout(ctx·Woᵀ + bo) + x. d_q holds the dense layer's output
+    // gradient until attention backward overwrites it.
+    add_norm_backward(step, 1, w.d_dense, s.x1, ln1_gamma_, ln1_beta_, out_bias_, s.mean1, s.rstd1, w.d_res,
+                      w.d_q);
+    linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), s.ctx, out_weight_, Tensor{}, w.d_ctx, 0.0f);
 
     if (fused_) {
       fused_attention_ops_->attention_backward(
@@ -179,6 +176,45 @@ class EncoderLayer final : public BertBlock {
     const Tensor d_scores_c = to_compute(w.d_scores, w.d_scores_c);
     be().gemm(d_scores_c, false, heads(s.k, B, T), false, heads(w.d_q, B, T), 1.0f, 0.0f);
     be().gemm(d_scores_c, true, heads(s.q, B, T), false, heads(w.d_k, B, T), 1.0f, 0.0f);
+  }
+
+  /// sum = dropout(y + bias) + residual, out = LayerNorm(sum) at dropout `site` (y is overwritten
+  /// on the separate-ops path). Returns out as a GEMM operand: itself in f32 compute, else its
+  /// 16-bit copy in out_c.
+  Tensor add_norm_forward(const loom::StepArgs& step, uint64_t site, const Tensor& y, size_t bias,
+                          const Tensor& residual, size_t gamma, size_t beta, const Tensor& sum, const Tensor& out,
+                          const Tensor& out_c, const Tensor& mean, const Tensor& rstd) const {
+    const Tensor out_compute = reduced() ? out_c : Tensor{};
+    if (add_norm_ != nullptr) {
+      add_norm_->residual_layernorm_forward(y, master(bias), residual, hidden_dropout(step), dropout_key(step),
+                                            site << kDropoutSiteShift, master(gamma), master(beta),
+                                            config_.layer_norm_eps, sum, out, out_compute, mean, rstd);
+      return reduced() && out_c.defined() ? out_c : out;
+    }
+    be().bias_add(y, master(bias));
+    dropout_forward(step, y, y, config_.hidden_dropout_prob, site);
+    be().add(y, residual, sum);
+    be().layernorm_forward(sum, master(gamma), master(beta), config_.layer_norm_eps, out, mean, rstd);
+    return out_c.defined() ? to_compute(out, out_c) : out;
+  }
+  /// Gradients of add_norm_forward from d_out: d_sum (the residual's), d_branch (y's; may not alias
+  /// d_out), and γ, β and bias gradients accumulated.
+  void add_norm_backward(const loom::StepArgs& step, uint64_t site, const Tensor& d_out, const Tensor& sum,
+                         size_t gamma, size_t beta, size_t bias, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& d_sum, const Tensor& d_branch) const {
+    if (add_norm_ != nullptr) {
+      add_norm_->residual_layernorm_backward(d_out, sum, master(gamma), mean, rstd, hidden_dropout(step),
+                                             dropout_key(step), site << kDropoutSiteShift, d_sum, d_branch,
+                                             grad(gamma), grad(beta), grad(bias));
+      return;
+    }
+    be().layernorm_backward(d_out, sum, master(gamma), mean, rstd, d_sum, grad(gamma), grad(beta), false);
+    dropout_backward(step, d_sum, d_branch, config_.hidden_dropout_prob, site);
+    be().bias_grad(d_branch, grad(bias));
+  }
+  /// The hidden-state dropout of this step (0 when not training).
+  float hidden_dropout(const loom::StepArgs& step) const {
+    return dropout_active(step, config_.hidden_dropout_prob) ? config_.hidden_dropout_prob : 0.0f;
   }
 
   /// The attention-probability dropout of this step (0 when not training).
@@ -289,6 +325,7 @@ class EncoderLayer final : public BertBlock {
 
   Tensor input_;        // forward's input, [N, H]
   bool fused_ = false;  // attention through the backend's fused op (decided at setup)
+  loom::ResidualLayerNorm* add_norm_ = nullptr;  // the backend's fused add & norm, when offered
   size_t q_weight_ = 0, q_bias_ = 0, k_weight_ = 0, k_bias_ = 0, v_weight_ = 0, v_bias_ = 0, out_weight_ = 0,
          out_bias_ = 0, ln1_gamma_ = 0, ln1_beta_ = 0, ffn_in_weight_ = 0, ffn_in_bias_ = 0,
          ffn_out_weight_ = 0, ffn_out_bias_ = 0, ln2_gamma_ = 0, ln2_beta_ = 0;

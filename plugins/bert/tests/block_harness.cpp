@@ -104,15 +104,16 @@ loom::host::HostBatch SmallBatch::view() const {
 }
 
 BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
-                           const SmallBatch& batch, bool fused_attention)
+                           const SmallBatch& batch, bool fused_attention, bool named_interfaces)
     : config_(config), compute_(compute), backend_(cpu_backend(1, fused_attention)) {
   const auto* entry = registry().find(LOOM_KIND_BLOCK, component);
   if (entry == nullptr) throw std::runtime_error("block/" + component + " not found");
   ComponentConfig options;
   options.table_name = "model";
   block_ = registry().create<loom::Block>(*entry, options, false);
-  const loom::BlockSetup setup{&config_, &backend_, compute,
-                               0,        nullptr,   cpu_backend_component(1, fused_attention).interfaces()};
+  const loom::BlockSetup setup{
+      &config_, &backend_, compute, 0, nullptr,
+      named_interfaces ? cpu_backend_component(1, fused_attention).interfaces() : nullptr};
   block().setup(setup);
   std::vector<loom::ParameterView> views;
   for (size_t i = 0; i < block().parameter_count(); ++i) {

@@ -46,8 +46,10 @@ SmallBatch small_batch(const loom::ModelConfig& config);
 class BlockHarness {
  public:
   /// `fused_attention`: the backend's fused attention op serves the encoder layer.
+  /// `named_interfaces` false: the block sees none of the backend's named interfaces (no fused
+  /// attention, no ResidualLayerNorm), so it runs the separate ops of loom::Backend only.
   BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
-               const SmallBatch& batch, bool fused_attention = false);
+               const SmallBatch& batch, bool fused_attention = false, bool named_interfaces = true);
 
   loom::Block& block() const { return *block_.get(); }
   size_t parameter_count() const { return specs_.size(); }
