@@ -14,8 +14,15 @@
 // "optimizer" the weight upload. Rank 0 prints. With --inference it measures inference requests
 // instead: sequences/s and latency percentiles per batch size, sequence length and precision
 // (inference_bench.cpp).
+//
+// Two training loops run. The first times each phase and so waits for the backend between them:
+// it gives `ms_per_step`. The second calls train_step() exactly as `loom run` does, with no wait
+// but the step's own, and gives the throughput (`train_sequences_per_second`, tokens/s, TFLOP/s)
+// and, on a backend that counts them (TransferCounter), `syncs_per_step`: the most times one of
+// its steps made the host wait for the backend. Its batches come through the dataset, as in a run.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -32,6 +39,8 @@
 #include "train/backend_update.hpp"
 #include "train/gradient_sync.hpp"
 #include "train/run_components.hpp"
+#include "train/instance_trace.hpp"
+#include "train/loss_sums.hpp"
 #include "train/train_step.hpp"
 #include "train/trainer.hpp"
 
@@ -41,6 +50,36 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// What the loop of whole steps measured.
+struct StepLoopResult {
+  double seconds = 0;       ///< wall time of the timed steps, ending with the backend idle
+  uint64_t sequences = 0;   ///< rows trained on in the timed steps
+  uint64_t tokens = 0;      ///< non-padding tokens among them
+  int64_t max_host_waits = -1;  ///< the most host waits of one timed step; -1 when not counted
+};
+
+/// `warmup` then `steps` calls of train_step() (numbered from `first_step`), as `loom run` makes
+/// them; the backend is synchronised once, after the last.
+StepLoopResult time_train_steps(const host::StepParts& parts, loom::Backend& backend, uint64_t first_step,
+                                int warmup, int steps) {
+  StepLoopResult r;
+  Clock::time_point start = Clock::now();
+  for (int i = 0; i < warmup + steps; ++i) {
+    if (i == warmup) {
+      backend.synchronize();
+      r = StepLoopResult{};
+      start = Clock::now();
+    }
+    const host::StepOutcome outcome = host::train_step(parts, first_step + static_cast<uint64_t>(i), false);
+    r.sequences += outcome.losses.rows;
+    r.tokens += outcome.losses.tokens;
+    r.max_host_waits = std::max(r.max_host_waits, outcome.host_waits);
+  }
+  backend.synchronize();
+  r.seconds = since(start);
+  return r;
 }
 
 struct BenchArguments {
@@ -65,13 +104,13 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   const auto segments = model.parameters().segments();
   const size_t total = model.parameters().total_elements();
   c.optimizer.call([&](loom::Optimizer& o) { o.setup(segments.data(), segments.size(), total); });
-  c.schedule.call([&](loom::Schedule& s) { s.setup(static_cast<uint64_t>(a.steps + a.warmup)); });
+  // Both training loops' steps (the second continues the first's count).
+  c.schedule.call([&](loom::Schedule& s) { s.setup(2 * static_cast<uint64_t>(a.steps + a.warmup)); });
   model.initialize(settings.seed);
   loom::BatchShape batch_shape{};
   const host::HostBatch batch =
       c.data.call([&](loom::Dataset& d) { return run.buffers->next(d, batch_shape); });
-  uint64_t tokens = 0, predictions = 0;
-  for (int64_t i = 0; i < batch.batch * batch.seq; ++i) tokens += batch.attention_mask[i] != 0;
+  uint64_t predictions = 0;
   if (batch.mlm_labels != nullptr)
     for (int64_t i = 0; i < batch.batch * batch.seq; ++i) predictions += batch.mlm_labels[i] >= 0;
 
@@ -116,7 +155,17 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
     }
     t_optimizer += since(t);
   }
-  const double train_seconds = t_upload + t_forward + t_backward + t_comm + t_optimizer;
+  const double phase_seconds = t_upload + t_forward + t_backward + t_comm + t_optimizer;
+  host::LossSums loss_sums(backend);
+  host::InstanceTrace trace(rank);
+  const uint64_t k = host::read_run_settings(recipe).grad_accumulation;
+  const host::StepParts parts{c, model, staging, *run.buffers, master, grads, on_backend.get(), sync, loss_sums,
+                              c.backend.find<loom::TransferCounter>(),
+                              host::RankGroup{c.communicator, c.communicator2, rank, world}, settings.seed, k,
+                              trace};
+  const StepLoopResult loop =
+      time_train_steps(parts, backend, static_cast<uint64_t>(a.warmup + a.steps), a.warmup, a.steps);
+  const double train_seconds = loop.seconds;
   double t_inference = 0;
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     if (step == a.warmup) t_inference = 0;
@@ -133,7 +182,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       static_cast<double>(batch.batch) *
       host::bert_training_flops(model.config(), batch.seq,
                                 static_cast<int64_t>(predictions / static_cast<uint64_t>(batch.batch)));
-  const double tflops = n * flops_per_step / train_seconds / 1e12;
+  const double steps_per_second = n / train_seconds;
+  const double tflops = steps_per_second * flops_per_step * static_cast<double>(k) / 1e12;
   nlohmann::json result{
       {"recipe", a.recipe.recipe},
       {"batch", batch.batch},
@@ -145,9 +195,10 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       {"allreduce", world == 1 ? "none"
                     : overlap  ? "overlapped"
                                : "post_accumulation"},
-      {"global_train_sequences_per_second", world * n * static_cast<double>(batch.batch) / train_seconds},
-      {"train_sequences_per_second", n * static_cast<double>(batch.batch) / train_seconds},
-      {"train_tokens_per_second", n * static_cast<double>(tokens) / train_seconds},
+      {"grad_accumulation", k},
+      {"global_train_sequences_per_second", world * static_cast<double>(loop.sequences) / train_seconds},
+      {"train_sequences_per_second", static_cast<double>(loop.sequences) / train_seconds},
+      {"train_tokens_per_second", static_cast<double>(loop.tokens) / train_seconds},
       {"inference_sequences_per_second", n * static_cast<double>(batch.batch) / t_inference},
       {"ms_per_step",
        {{"upload", 1e3 * t_upload / n},
@@ -155,9 +206,11 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
         {"backward", 1e3 * t_backward / n},
         {"communication", 1e3 * t_comm / n},
         {"optimizer", 1e3 * t_optimizer / n},
-        {"total", 1e3 * train_seconds / n}}},
+        {"total", 1e3 * phase_seconds / n},
+        {"step", 1e3 * train_seconds / n}}},
       {"train_model_tflops_per_second", tflops},
       {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
+  if (loop.max_host_waits >= 0) result["syncs_per_step"] = loop.max_host_waits;
   std::string device_line;
   if (const loom::DeviceDescription* device = c.backend.find<loom::DeviceDescription>()) {
     const loom::DeviceInfo info = device->device_info();
@@ -186,16 +239,18 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
     return;
   }
   const auto& ms = result["ms_per_step"];
+  const std::string syncs =
+      loop.max_host_waits >= 0 ? fmt::format(", at most {} host waits per step", loop.max_host_waits) : "";
   std::cout << fmt::format(
       "{}: batch {} × seq {}, {} parameters, {} threads\n"
-      "  training   {:.1f} seq/s, {:.0f} tokens/s; ms/step: forward {:.1f}, backward {:.1f}, optimizer "
-      "{:.1f}, "
-      "communication {:.2f}, upload {:.2f}\n"
+      "  training   {:.1f} seq/s, {:.0f} tokens/s, {:.1f} ms/step{}\n"
+      "  phases     ms/step: forward {:.1f}, backward {:.1f}, optimizer {:.1f}, communication {:.2f}, "
+      "upload {:.2f}\n"
       "  inference  {:.1f} seq/s\n  peak RSS   {:.0f} MiB\n{}",
       a.recipe.recipe, batch.batch, batch.seq, result["parameters"].get<uint64_t>(), backend.threads(),
       result["train_sequences_per_second"].get<double>(), result["train_tokens_per_second"].get<double>(),
-      ms["forward"].get<double>(), ms["backward"].get<double>(), ms["optimizer"].get<double>(),
-      ms["communication"].get<double>(), ms["upload"].get<double>(),
+      ms["step"].get<double>(), syncs, ms["forward"].get<double>(), ms["backward"].get<double>(),
+      ms["optimizer"].get<double>(), ms["communication"].get<double>(), ms["upload"].get<double>(),
       result["inference_sequences_per_second"].get<double>(), result["peak_rss_mib"].get<double>(),
       device_line);
 }

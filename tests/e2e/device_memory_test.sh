@@ -219,6 +219,13 @@ syncs=$(records "$work/runs/syncs/metrics.jsonl" train syncs_per_step | tr '\n' 
 echo "host waits per steady-state step, per log window: $syncs"
 [ "$(echo $syncs | wc -w)" -eq 4 ] || fail "syncs: expected 4 train records with syncs_per_step, got '$syncs'"
 for n in $syncs; do [ "$n" = "1" ] || [ "$n" = "0" ] || fail "syncs: a steady-state step waited $n times (at most 1)"; done
+# `loom bench` counts the same in its loop of whole steps (train_step(), as `loom run` calls it).
+"$loom" bench "$work/syncs.toml" --steps 3 --warmup 1 --json > "$work/syncs-bench.json" 2> "$work/syncs-bench.log" \
+  || { cat "$work/syncs-bench.log"; fail "syncs: bench"; }
+bench_syncs=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["syncs_per_step"])' "$work/syncs-bench.json") \
+  || fail "syncs: bench printed no syncs_per_step: $(cat "$work/syncs-bench.json")"
+echo "loom bench: at most $bench_syncs host waits per step"
+[ "$bench_syncs" -le 1 ] || fail "syncs: loom bench counted $bench_syncs host waits in a step (at most 1)"
 
 # 9. What crosses during a run (the bytes backend/cpu-opaque moved each way, LOOM_OPAQUE_TRANSFER_LOG):
 #    the host path downloads the gradients and uploads the weights every step; the backend path
