@@ -1,6 +1,8 @@
 // Throughput of one BERT encoder layer, forward + backward, at BERT-base shapes (H 768, 12 heads,
 // I 3072) on backend/cpu, in f32 and bf16 compute, against the GEMM ceiling measured in the same
-// process (one large linear-layer GEMM, 4096×768 · 768×3072). Results: docs/performance.md.
+// process (one large linear-layer GEMM, 4096×768 · 768×3072), with the separate ops of
+// loom::Backend only (interfaces:0) and with the backend's named interfaces (interfaces:1: the
+// fused add & norm of ResidualLayerNorm). Results: docs/performance.md.
 //
 //   build/bin/loom_bert_bench [--benchmark_filter=...]      (LOOM_BENCH_THREADS, default 2)
 //
@@ -41,14 +43,17 @@ const loom::host::PluginRegistry& registry() {
   return instance;
 }
 
-loom::Backend& backend() {
+const Component<loom::Backend>& backend_component() {
   static Component<loom::Backend> cpu = [] {
     ComponentConfig config;
     config.table_name = "backend";
     config.toml = "threads = " + std::to_string(bench_threads()) + "\n";
     return registry().create<loom::Backend>(*registry().find(LOOM_KIND_BACKEND, "cpu"), config, false);
   }();
-  return *cpu.get();
+  return cpu;
+}
+loom::Backend& backend() {
+  return *backend_component().get();
 }
 
 loom::Buffer random_buffer(size_t floats, float scale, std::mt19937& rng) {
@@ -92,7 +97,11 @@ void BM_EncoderLayerForwardBackward(benchmark::State& state) {
   options.table_name = "model";
   Component<loom::Block> layer =
       registry().create<loom::Block>(*registry().find(LOOM_KIND_BLOCK, "bert.encoder-layer"), options, false);
-  layer.get()->setup(loom::BlockSetup{&config, &backend(), dtype, 1, nullptr, nullptr});
+  // Argument 3: 1 lets the layer use the backend's named interfaces (ResidualLayerNorm; fused
+  // attention stays off, the backend's default), 0 the separate ops of loom::Backend only.
+  const bool named_interfaces = state.range(3) != 0;
+  layer.get()->setup(loom::BlockSetup{&config, &backend(), dtype, 1, nullptr,
+                                      named_interfaces ? backend_component().interfaces() : nullptr});
 
   std::mt19937 rng(2);
   std::vector<loom::Buffer> buffers;
@@ -154,10 +163,15 @@ void BM_EncoderLayerForwardBackward(benchmark::State& state) {
 // Process CPU time: on a shared machine the rate per CPU-second is what carries over.
 BENCHMARK(BM_GemmCeiling)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_EncoderLayerForwardBackward)
-    ->Args({8, 128, 0})
-    ->Args({8, 128, 1})
-    ->Args({32, 128, 0})
-    ->Args({32, 128, 1})
+    ->ArgNames({"batch", "seq", "bf16", "interfaces"})
+    ->Args({8, 128, 0, 0})
+    ->Args({8, 128, 0, 1})
+    ->Args({8, 128, 1, 0})
+    ->Args({8, 128, 1, 1})
+    ->Args({32, 128, 0, 0})
+    ->Args({32, 128, 0, 1})
+    ->Args({32, 128, 1, 0})
+    ->Args({32, 128, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime()
     ->MinTime(2.0);
