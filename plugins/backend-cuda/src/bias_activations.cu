@@ -1,8 +1,12 @@
 // bias_add, bias_grad, fused bias + GELU (erf and tanh forms) forward/backward, tanh, add and
 // axpby: the memory-bound elementwise glue between GEMMs.
 //
-// Elementwise kernels are grid-stride loops over the dense views. The bias gradients (bias_grad
-// and GELU's dbias) are deterministic column sums (column_sums.cuh), never float atomics.
+// Elementwise kernels are grid-stride loops over the dense views. bias_add, bias + GELU, add and
+// axpby move four elements per thread in one access each (row_quads.cuh) when the sizes and the
+// views' alignment allow (add and axpby: all but a scalar tail), chosen on the host, else one
+// element per thread; the arithmetic per element is the same, so both paths give the same bits.
+// The bias gradients (bias_grad and GELU's dbias) are deterministic column sums (column_sums.cuh),
+// never float atomics.
 #include <cmath>
 
 #include "column_sums.cuh"
@@ -74,6 +78,22 @@ __global__ void bias_gelu_forward_kernel(const SX* x, const float* bias, SY* y, 
   }
 }
 
+/// bias_gelu_forward_kernel four elements per thread: quad q holds elements 4q .. 4q + 3 of x and y
+/// and bias quad q mod (C / 4). C % 4 == 0, x and y is_quad_aligned, bias (when given) 16-byte
+/// aligned. y may alias x (a thread reads its quad before writing it).
+template <typename SX, typename SY>
+__global__ void bias_gelu_forward_quads_kernel(const SX* x, const float* bias, SY* y, int64_t quads,
+                                               int64_t col_quads, bool erf_form) {
+  LOOM_GRID_STRIDE(q, quads) {
+    float v[4], b[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // + 0.0f without a bias, as the scalar kernel adds
+    load_quad(x, q, 4 * quads, true, v);
+    if (bias != nullptr) load_quad(bias, q % col_quads, 4 * col_quads, true, b);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = gelu(v[j] + b[j], erf_form);
+    store_quad(y, q, 4 * quads, true, v);
+  }
+}
+
 /// dx = dy ⊙ gelu'(x + bias); dx may alias dy.
 template <typename SX>
 __global__ void bias_gelu_backward_kernel(const float* dy, const SX* x, const float* bias, float* dx,
@@ -81,6 +101,22 @@ __global__ void bias_gelu_backward_kernel(const float* dy, const SX* x, const fl
   LOOM_GRID_STRIDE(e, n) {
     const float v = load(x, e) + (bias != nullptr ? bias[e % cols] : 0.0f);
     dx[e] = dy[e] * gelu_derivative(v, erf_form);
+  }
+}
+
+/// bias_gelu_backward_kernel four elements per thread (quads as bias_gelu_forward_quads_kernel;
+/// dy and dx 16-byte aligned). dx may alias dy.
+template <typename SX>
+__global__ void bias_gelu_backward_quads_kernel(const float* dy, const SX* x, const float* bias, float* dx,
+                                                int64_t quads, int64_t col_quads, bool erf_form) {
+  LOOM_GRID_STRIDE(q, quads) {
+    float g[4], v[4], b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    load_quad(dy, q, 4 * quads, true, g);
+    load_quad(x, q, 4 * quads, true, v);
+    if (bias != nullptr) load_quad(bias, q % col_quads, 4 * col_quads, true, b);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) g[j] = g[j] * gelu_derivative(v[j] + b[j], erf_form);
+    store_quad(dx, q, 4 * quads, true, g);
   }
 }
 
@@ -187,8 +223,16 @@ void CudaBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& b
     with_float_storage(y.dtype, "bias_gelu_forward", [&](auto ys) {
       using SX = decltype(xs);
       using SY = decltype(ys);
-      bias_gelu_forward_kernel<SX, SY><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
-          static_cast<const SX*>(x.data), b, static_cast<SY*>(y.data), n, cols, variant == loom::Gelu::erf);
+      const auto* xs_data = static_cast<const SX*>(x.data);
+      auto* ys_data = static_cast<SY*>(y.data);
+      const bool erf_form = variant == loom::Gelu::erf;
+      if (cols % 4 == 0 && is_quad_aligned<SX>(xs_data) && is_quad_aligned<SY>(ys_data) &&
+          (b == nullptr || is_aligned16(b)))
+        bias_gelu_forward_quads_kernel<SX, SY><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
+            xs_data, b, ys_data, n / 4, cols / 4, erf_form);
+      else
+        bias_gelu_forward_kernel<SX, SY>
+            <<<grid_for(n, kThreads), kThreads, 0, stream_>>>(xs_data, b, ys_data, n, cols, erf_form);
     });
   });
   check_launch("bias_gelu_forward");
@@ -204,9 +248,17 @@ void CudaBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor&
   const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
   with_float_storage(x.dtype, "bias_gelu_backward", [&](auto xs) {
     using SX = decltype(xs);
-    bias_gelu_backward_kernel<SX><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
-        static_cast<const float*>(dy.data), static_cast<const SX*>(x.data), b, static_cast<float*>(dx.data),
-        n, cols, variant == loom::Gelu::erf);
+    const auto* dys = static_cast<const float*>(dy.data);
+    const auto* xs_data = static_cast<const SX*>(x.data);
+    auto* dxs = static_cast<float*>(dx.data);
+    const bool erf_form = variant == loom::Gelu::erf;
+    if (cols % 4 == 0 && is_aligned16(dys) && is_quad_aligned<SX>(xs_data) && is_aligned16(dxs) &&
+        (b == nullptr || is_aligned16(b)))
+      bias_gelu_backward_quads_kernel<SX><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
+          dys, xs_data, b, dxs, n / 4, cols / 4, erf_form);
+    else
+      bias_gelu_backward_kernel<SX>
+          <<<grid_for(n, kThreads), kThreads, 0, stream_>>>(dys, xs_data, b, dxs, n, cols, erf_form);
   });
   check_launch("bias_gelu_backward");
   if (dbias.defined()) {
