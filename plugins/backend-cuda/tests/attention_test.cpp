@@ -2,7 +2,9 @@
 // dropout and their backwards, which define the same function with the same dropout bits — and
 // against backend/cpu's own reference attention_forward/backward, for
 // T ∈ {1, 37, 128, 512}, d = 64, padding masks (and a batch whose keys are all masked), dropout,
-// f32/bf16/f16 inputs, and per-head views into a [B·T, H·d] activation.
+// f32/bf16/f16 inputs, and per-head views into a [B·T, H·d] activation. At production sizes — B·H =
+// 4,096 (B = 256, H = 16, T = 128, d = 64) and d = 128 at T = 512 — against backend/cpu's fused op
+// alone, bf16 with dropout and padding.
 #include <cmath>
 #include <tuple>
 
@@ -158,6 +160,111 @@ INSTANTIATE_TEST_SUITE_P(
       if (info.param.mask_all_of_batch1) name += "_all_masked";
       return name;
     });
+
+// ---- production sizes ----------------------------------------------------------------------------
+//
+// The reference is backend/cpu's fused op on the same bf16 inputs, not the unfused composition:
+// it rounds ctx to bf16 once, as the GPU does, and the backward reads that rounded ctx for
+// δ = Σ d_ctx·ctx, as the GPU's does. Against the unfused f32 path that rounding alone moves dk by
+// up to 0.033 at B·H = 4,096 (in a batch of one key), which would leave the gradients no tight
+// bound. backend/cpu checks its fused op against the unfused ops and for thread-count independence
+// (plugins/backend-cpu/tests/attention_test.cpp), so it runs here on every core: on one it takes
+// ~23 s at B·H = 4,096 (the plain loops of a reference implementation).
+//
+// Tolerances, and why:
+// - ctx (bf16 on both sides): the same f32 function (the GPU's online softmax against the CPU's
+//   two passes; two f32 implementations are up to 7.5e-7 apart) rounded once, so at most one bf16
+//   ulp apart: rtol 2^-7, and atol 1e-5 for sums that cancel to ~0.
+// - lse: f32 on both sides; backend/cpu's is within 1.4e-6 of f64 at these sizes: atol 1e-5.
+// - dq, dk, dv, δ: both backwards read the same bf16 q, k, v, f32 d_ctx and the GPU's own ctx
+//   and lse, so they compute one f32 function in different summation orders. Two CPU
+//   implementations that differ only so (the fused op and the unfused ops, in f32) are at most
+//   4e-6 apart at these sizes (dk, in the batch of one key): rtol = atol = 1e-4. A wrong dropout
+//   bit, mask or head moves an element by ~0.1.
+
+struct ProductionShape {
+  int64_t batch, heads, seq, head_dim;
+};
+
+void PrintTo(const ProductionShape& s, std::ostream* out) {
+  *out << "B=" << s.batch << " H=" << s.heads << " T=" << s.seq << " d=" << s.head_dim;
+}
+
+class AttentionAtProductionSizeTest : public CudaOpTest,
+                                      public ::testing::WithParamInterface<ProductionShape> {
+ protected:
+  loom_cpu::CpuBackend every_core{0};  // results do not depend on the thread count
+};
+
+TEST_P(AttentionAtProductionSizeTest, BF16WithDropoutAndPaddingMatchesTheCpuFusedOp) {
+  const auto [B, H, T, d] = GetParam();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d)), p = 0.1f;
+  const uint64_t seed = 0x5eedfaceull, offset = 777;
+  const std::string what = "B=" + std::to_string(B) + " H=" + std::to_string(H) + " T=" + std::to_string(T) +
+                           " d=" + std::to_string(d);
+
+  // [B, T, H, d] activations seen as per-head views [B, H, T, d] on both sides.
+  HostTensor q = HostTensor::of(random_floats(B * T * H * d, 31, -2.0f, 2.0f), DType::bf16, {B, T, H, d});
+  HostTensor k = HostTensor::of(random_floats(B * T * H * d, 32, -2.0f, 2.0f), DType::bf16, {B, T, H, d});
+  HostTensor v = HostTensor::of(random_floats(B * T * H * d, 33), DType::bf16, {B, T, H, d});
+  HostTensor d_ctx = HostTensor::of(random_floats(B * T * H * d, 34), DType::f32, {B, T, H, d});
+  // Batch b keeps its first T − (37·b + 5) mod T keys: every length from 1 to T when B ≥ T.
+  std::vector<float> mask(B * T, 0.0f);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = T - (37 * b + 5) % T; t < T; ++t) mask[b * T + t] = loom::kMaskedKey;
+  HostTensor key_mask = HostTensor::of(mask, DType::f32, {B, T});
+  const auto heads = [](auto& t) { return t.view().permute({0, 2, 1, 3}); };
+
+  DeviceTensor q_g = upload(q), k_g = upload(k), v_g = upload(v), d_ctx_g = upload(d_ctx),
+               mask_g = upload(key_mask);
+  DeviceTensor ctx_g = upload(HostTensor::zeros(DType::bf16, {B, T, H, d}));
+  DeviceTensor lse_g = upload(HostTensor::zeros(DType::f32, {B, H, T}));
+  gpu->attention_forward(heads(q_g), heads(k_g), heads(v_g), mask_g.view(), scale, p, seed, offset,
+                         heads(ctx_g), lse_g.view());
+  HostTensor ctx_c = HostTensor::zeros(DType::bf16, {B, T, H, d}),
+             lse_c = HostTensor::zeros(DType::f32, {B, H, T});
+  every_core.attention_forward(heads(q), heads(k), heads(v), key_mask.view(), scale, p, seed, offset,
+                               heads(ctx_c), lse_c.view());
+  HostTensor ctx_back = ctx_g.download(*gpu), lse_back = lse_g.download(*gpu);
+  expect_close(ctx_back.floats(), ctx_c.floats(), std::ldexp(1.0, -7), 1e-5, what + " ctx");
+  expect_close(lse_back.floats(), lse_c.floats(), 0, 1e-5, what + " lse");
+
+  const auto zeros = [&] { return HostTensor::zeros(DType::f32, {B, T, H, d}); };
+  DeviceTensor dq_g = upload(zeros()), dk_g = upload(zeros()), dv_g = upload(zeros());
+  DeviceTensor delta_g = upload(HostTensor::zeros(DType::f32, {B, H, T}));
+  gpu->attention_backward(heads(d_ctx_g), heads(q_g), heads(k_g), heads(v_g), heads(ctx_g), lse_g.view(),
+                          mask_g.view(), scale, p, seed, offset, heads(dq_g), heads(dk_g), heads(dv_g),
+                          delta_g.view());
+  HostTensor dq_c = zeros(), dk_c = zeros(), dv_c = zeros(),
+             delta_c = HostTensor::zeros(DType::f32, {B, H, T});
+  every_core.attention_backward(heads(d_ctx), heads(q), heads(k), heads(v), heads(ctx_back), lse_back.view(),
+                                key_mask.view(), scale, p, seed, offset, heads(dq_c), heads(dk_c),
+                                heads(dv_c), delta_c.view());
+  for (auto [name, device, reference] :
+       {std::tuple{"dq", &dq_g, &dq_c}, std::tuple{"dk", &dk_g, &dk_c}, std::tuple{"dv", &dv_g, &dv_c},
+        std::tuple{"delta", &delta_g, &delta_c}})
+    expect_close(device->download(*gpu).floats(), reference->floats(), 1e-4, 1e-4, what + " " + name);
+
+  // Deterministic at this size too: a second backward gives the same bits.
+  const std::vector<float> dk_first = dk_g.download(*gpu).floats();
+  gpu->attention_backward(heads(d_ctx_g), heads(q_g), heads(k_g), heads(v_g), heads(ctx_g), lse_g.view(),
+                          mask_g.view(), scale, p, seed, offset, heads(dq_g), heads(dk_g), heads(dv_g),
+                          delta_g.view());
+  expect_equal(dk_g.download(*gpu).floats(), dk_first, what + " dk rerun");
+}
+
+INSTANTIATE_TEST_SUITE_P(ProductionSizes, AttentionAtProductionSizeTest,
+                         ::testing::Values(ProductionShape{256, 16, 128, 64},
+                                           ProductionShape{2, 8, 512, 128}),
+                         [](const ::testing::TestParamInfo<ProductionShape>& info) {
+                           const ProductionShape& s = info.param;
+                           std::string name = "B";  // appended piece by piece: GCC 12 misreads "B" + string
+                           name += std::to_string(s.batch);
+                           name += "_H" + std::to_string(s.heads);
+                           name += "_T" + std::to_string(s.seq);
+                           name += "_d" + std::to_string(s.head_dim);
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace loom_cuda_test

@@ -1,5 +1,8 @@
 // gemm through cuBLASLt against backend/cpu: transposes, dtypes, beta, batches (merged, looped
-// and broadcast) and per-head views into a fused QKV buffer.
+// and broadcast), per-head views into a fused QKV buffer, and a weight gradient accumulated over
+// K = 32,768 products (a batch of 256 × 128 tokens).
+#include <utility>
+
 #include "cuda_test_support.hpp"
 
 namespace loom_cuda_test {
@@ -92,6 +95,36 @@ TEST_F(GemmTest, LinearLayerAndWeightGradientAccumulate) {
   HostTensor dy = HostTensor::of(random_floats(rows * out, 12), DType::f32, {rows, out});
   HostTensor dw = HostTensor::of(random_floats(out * in, 13), DType::f32, {out, in});
   compare(dy, true, x, false, dw, 1.0f, 1.0f, whole, whole, whole, 1e-5, 1e-4, "dW += dyᵀ·x");
+}
+
+TEST_F(GemmTest, WeightGradientAccumulatesOverK32768) {
+  // The weight gradient of BERT-base's FFN output layer (3,072 → 768) over 256 × 128 tokens:
+  // dW[768, 3072] += dyᵀ·x, dy [32768, 768], x [32768, 3072]: 32,768 products per output.
+  //
+  // Tolerances are absolute: the rounding follows the partial sums, not the result. With inputs
+  // uniform in [−1, 1] a product has σ_t = 1/3 and an output σ_out = σ_t·√K ≈ 60. An f32 sum rounded
+  // term by term (unit roundoff u = 2^-24) is a random walk of roundings proportional to the
+  // growing partial sums: error ≈ 0.3·u·σ_out·√K ≈ 2e-4, the worst of 2.4 M outputs ~5 times that
+  // (backend/cpu's oneDNN, summing in blocks, is within 1.2e-4 of f64 on 3,000 sampled outputs).
+  // - f32 (no TF32): atol = 8·u·σ_out·√K ≈ 5.2e-3. TF32 (10-bit mantissas) would be off by
+  //   ~0.024 rms and fail.
+  // - bf16 operands, f32 c: the products are exact in f32, but tensor cores add each block of
+  //   products to the accumulator rounding toward zero, a bias that does not cancel: ≈ 0.75·u of
+  //   the partial sum per block of 8 products, σ ≈ 0.75·u·σ_t·K^1.5 / (8·√3) ≈ 6e-3 over the whole
+  //   sum, the worst output ~0.035: atol 0.1 (σ_out / 600). A result rounded to bf16 (errors up to
+  //   0.12 at σ_out) or 16 of the K products left out (σ ≈ 1.3) fails it.
+  const int64_t K = 32768, M = 768, N = 3072;
+  const double u = std::ldexp(1.0, -24), sigma_out = std::sqrt(K / 9.0);
+  const std::vector<float> dy_values = random_floats(K * M, 21), x_values = random_floats(K * N, 22),
+                           dw_values = random_floats(M * N, 23);
+  for (auto [in, atol] :
+       {std::pair{DType::f32, 8 * u * sigma_out * std::sqrt(double(K))}, std::pair{DType::bf16, 0.1}}) {
+    HostTensor dy = HostTensor::of(dy_values, in, {K, M});
+    HostTensor x = HostTensor::of(x_values, in, {K, N});
+    HostTensor dw = HostTensor::of(dw_values, DType::f32, {M, N});
+    compare(std::move(dy), true, std::move(x), false, std::move(dw), 1.0f, 1.0f, whole, whole, whole, 0, atol,
+            std::string("dW += dyᵀ·x, K = 32768, ") + loom::dtype_name(in) + " operands");
+  }
 }
 
 TEST_F(GemmTest, EmptyInnerDimensionScalesC) {

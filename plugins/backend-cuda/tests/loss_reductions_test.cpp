@@ -1,7 +1,9 @@
-// cross_entropy, sum_squares, global_norm and check_finite against backend/cpu.
+// cross_entropy (at odd sizes and over BERT's 30,522 classes), sum_squares, global_norm and
+// check_finite against backend/cpu.
 #include <limits>
 
 #include "cuda_test_support.hpp"
+#include "loom/sdk/block.hpp"
 
 namespace loom_cuda_test {
 namespace {
@@ -50,6 +52,43 @@ TEST_F(LossReductionsTest, CrossEntropyOptionalOutputsAbsentAndAllIgnored) {
   gpu->cross_entropy(logits_g.view(), t_g.view(), width, -1, 1.0f, mean_g.view(), {}, {}, {});
   expect_equal(mean_g.download(*gpu).floats(), {0.0f}, "mean over no rows");
   // A bad target is reported at the next wait point: device_error_record_test.cpp.
+}
+
+TEST_F(LossReductionsTest, CrossEntropyOverTheBertVocabularyInPlace) {
+  // The masked-LM loss of 128 sequences × 20 masked positions over BERT's 30,522 classes, the rows
+  // padded to 30,528 columns and the gradient written over the logits with a loss scale, as
+  // pretraining_heads.cpp calls it; one position in 8 unused (target kIgnoreIndex). Each thread of
+  // a row's block walks ~120 of its columns.
+  //
+  // Tolerances, and why: with logits in [−4, 4] a row's Σexp adds up to ~3,800 in f32, rounded in
+  // another order on each side; backend/cpu's row losses (8 to 16, where an f32 ulp is up to
+  // 1.9e-6) are within 2e-6 of f64 and its gradients within 1.4e-6 relative. row_loss atol 1e-5,
+  // the mean (~12, an f64 sum of them rounded to f32) atol 5e-6; dlogits rtol 2e-5 with no atol,
+  // so every element counts however small (down to ~4e-8). A column left out of Σexp moves a loss
+  // by up to 2.6e-4. row_correct exactly.
+  const int64_t rows = 128 * 20, classes = 30522, width = 30528;
+  const float loss_scale = 1024.0f;
+  std::vector<int64_t> targets(rows);
+  std::mt19937 engine(11);
+  for (int64_t r = 0; r < rows; ++r)
+    targets[r] = r % 8 == 7 ? loom::kIgnoreIndex : static_cast<int64_t>(engine() % classes);
+  HostTensor logits = HostTensor::of(random_floats(rows * width, 12, -4.0f, 4.0f), DType::f32, {rows, width});
+  HostTensor t = HostTensor::ids(targets, DType::i32, {rows});
+  HostTensor mean = HostTensor::zeros(DType::f32, {1});
+  HostTensor dlogits = HostTensor::zeros(DType::f32, {rows, width});
+  HostTensor row_loss = HostTensor::zeros(DType::f32, {rows});
+  HostTensor correct = HostTensor::zeros(DType::i32, {rows});
+  DeviceTensor logits_g = upload(logits), t_g = upload(t), mean_g = upload(mean),
+               row_loss_g = upload(row_loss), correct_g = upload(correct);
+  cpu.cross_entropy(logits.view(), t.view(), classes, loom::kIgnoreIndex, loss_scale, mean.view(),
+                    dlogits.view(), row_loss.view(), correct.view());
+  gpu->cross_entropy(logits_g.view(), t_g.view(), classes, loom::kIgnoreIndex, loss_scale, mean_g.view(),
+                     logits_g.view(), row_loss_g.view(), correct_g.view());
+  expect_close(mean_g.download(*gpu).floats(), mean.floats(), 0, 5e-6, "mean_loss over 30522 classes");
+  expect_close(row_loss_g.download(*gpu).floats(), row_loss.floats(), 0, 1e-5, "row_loss over 30522 classes");
+  expect_equal(correct_g.download(*gpu).floats(), correct.floats(), "row_correct over 30522 classes");
+  expect_close(logits_g.download(*gpu).floats(), dlogits.floats(), 2e-5, 0,
+               "dlogits in place over 30522 classes");
 }
 
 TEST_F(LossReductionsTest, SumSquaresPerSegmentAndGlobalNorm) {

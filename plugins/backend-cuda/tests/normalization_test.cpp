@@ -1,4 +1,8 @@
-// layernorm forward/backward, additive_key_mask and softmax forward/backward against backend/cpu.
+// layernorm forward/backward, additive_key_mask and softmax forward/backward against backend/cpu,
+// at odd sizes and at production sizes (LayerNorm over 32,768 rows of 1,024; softmax over the
+// 4,096·128 attention rows of a batch of 256 × 128 tokens with 16 heads).
+#include <cmath>
+
 #include "cuda_test_support.hpp"
 
 namespace loom_cuda_test {
@@ -44,6 +48,50 @@ TEST_F(NormalizationTest, LayerNormForwardAndBackward) {
         expect_close(dbeta_g.download(*gpu).floats(), dbeta.floats(), 1e-4, 1e-3, what + " dbeta");
       }
     }
+}
+
+TEST_F(NormalizationTest, LayerNormAtProductionSize) {
+  // 256 sequences × 128 tokens of BERT-large's 1,024 features: 32,768 rows, 8,192 blocks of four
+  // row warps, dγ/dβ summed in 128 tiles of rows.
+  //
+  // Tolerances, and why: y, mean, rstd and dx are per-row results, sums of 1,024 terms in another
+  // order on each side; backend/cpu's are within 2e-7 of f64 (the mean absolutely, rstd relatively,
+  // y and dx past an rtol of 1e-5): rtol 1e-5, atol 1e-5 (y, dx), 1e-6 (mean), none (rstd, ~0.7).
+  // A bf16 y is rounded once on each side: one bf16 ulp, rtol 2^-7. dγ/dβ sum 32,768 rows, in row
+  // order on the CPU (measured up to 3e-3 off f64 for these inputs, columns up to ~450) and in
+  // tiles on the GPU: residual_layernorm_test's rtol 1e-5, atol 1e-5 + 2e-7·rows (6.6e-3).
+  const int64_t rows = 32768, cols = 1024;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const std::string what = std::string("layernorm 32768 × 1024 ") + loom::dtype_name(dtype);
+    HostTensor x = HostTensor::of(random_floats(rows * cols, 1, -2.0f, 3.0f), dtype, {rows, cols});
+    HostTensor gamma = HostTensor::of(random_floats(cols, 2, 0.5f, 1.5f), DType::f32, {cols});
+    HostTensor beta = HostTensor::of(random_floats(cols, 3), DType::f32, {cols});
+    HostTensor y = HostTensor::zeros(dtype, {rows, cols});
+    HostTensor mean = HostTensor::zeros(DType::f32, {rows}), rstd = HostTensor::zeros(DType::f32, {rows});
+    DeviceTensor x_g = upload(x), gamma_g = upload(gamma), beta_g = upload(beta), y_g = upload(y),
+                 mean_g = upload(mean), rstd_g = upload(rstd);
+    cpu.layernorm_forward(x.view(), gamma.view(), beta.view(), 1e-5f, y.view(), mean.view(), rstd.view());
+    gpu->layernorm_forward(x_g.view(), gamma_g.view(), beta_g.view(), 1e-5f, y_g.view(), mean_g.view(),
+                           rstd_g.view());
+    expect_close(y_g.download(*gpu).floats(), y.floats(), dtype == DType::f32 ? 1e-5 : std::ldexp(1.0, -7),
+                 1e-5, what + " y");
+    expect_close(mean_g.download(*gpu).floats(), mean.floats(), 1e-5, 1e-6, what + " mean");
+    expect_close(rstd_g.download(*gpu).floats(), rstd.floats(), 1e-5, 0, what + " rstd");
+
+    HostTensor dy = HostTensor::of(random_floats(rows * cols, 4), DType::f32, {rows, cols});
+    HostTensor dx = HostTensor::zeros(DType::f32, {rows, cols});
+    HostTensor dgamma = HostTensor::of(random_floats(cols, 6), DType::f32, {cols});
+    HostTensor dbeta = HostTensor::of(random_floats(cols, 7), DType::f32, {cols});
+    DeviceTensor dy_g = upload(dy), dx_g = upload(dx), dgamma_g = upload(dgamma), dbeta_g = upload(dbeta);
+    cpu.layernorm_backward(dy.view(), x.view(), gamma.view(), mean.view(), rstd.view(), dx.view(),
+                           dgamma.view(), dbeta.view(), false);
+    gpu->layernorm_backward(dy_g.view(), x_g.view(), gamma_g.view(), mean_g.view(), rstd_g.view(),
+                            dx_g.view(), dgamma_g.view(), dbeta_g.view(), false);
+    expect_close(dx_g.download(*gpu).floats(), dx.floats(), 1e-5, 1e-5, what + " dx");
+    const double column_atol = 1e-5 + 2e-7 * rows;
+    expect_close(dgamma_g.download(*gpu).floats(), dgamma.floats(), 1e-5, column_atol, what + " dgamma");
+    expect_close(dbeta_g.download(*gpu).floats(), dbeta.floats(), 1e-5, column_atol, what + " dbeta");
+  }
 }
 
 TEST_F(NormalizationTest, LayerNormBackwardDxAliasingDy) {
@@ -117,6 +165,40 @@ TEST_F(NormalizationTest, SoftmaxWithMaskScaleAndAllMaskedRows) {
       expect_close(dprobs_g.download(*gpu).floats(), dscores.floats(), 1e-4, 1e-5,
                    what + " backward in place");
     }
+}
+
+TEST_F(NormalizationTest, SoftmaxOverProductionAttentionRows) {
+  // The attention probabilities of 256 sequences × 16 heads × 128 queries: 524,288 rows of 128
+  // keys, 131,072 blocks, each sequence padded to its own length (every length from 1 to 128), bf16
+  // in and out as in mixed precision.
+  //
+  // Tolerances, and why: forward, both sides round one f32 probability (~1e-6 apart) to bf16: one
+  // bf16 ulp, rtol 2^-7, and masked keys exactly 0. Backward reads the same bf16 probabilities on
+  // both sides (the CPU's), so dscores = scale·p·(dp − Σ dp·p) differs only by the order of the
+  // row's dot product: backend/cpu's is within 1e-8 of f64: rtol 1e-5, atol 1e-7 (the values are
+  // mostly 1e-4 to 1e-2).
+  const int64_t B = 256, H = 16, T = 128;
+  const float scale = 0.125f;
+  std::vector<float> mask(B * T, 0.0f);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = T - (37 * b + 5) % T; t < T; ++t) mask[b * T + t] = loom::kMaskedKey;
+  HostTensor key_mask = HostTensor::of(mask, DType::f32, {B, T});
+  HostTensor scores =
+      HostTensor::of(random_floats(B * H * T * T, 1, -16.0f, 16.0f), DType::bf16, {B, H, T, T});
+  HostTensor probs = HostTensor::zeros(DType::bf16, {B, H, T, T});
+  DeviceTensor key_mask_g = upload(key_mask), scores_g = upload(scores), probs_g = upload(probs);
+  cpu.softmax_forward(scores.view(), key_mask.view(), scale, probs.view());
+  gpu->softmax_forward(scores_g.view(), key_mask_g.view(), scale, probs_g.view());
+  expect_close(probs_g.download(*gpu).floats(), probs.floats(), std::ldexp(1.0, -7), 0,
+               "softmax bf16 → bf16, 524288 rows of 128");
+
+  HostTensor dprobs = HostTensor::of(random_floats(B * H * T * T, 2), DType::f32, {B, H, T, T});
+  HostTensor dscores = HostTensor::zeros(DType::f32, {B, H, T, T});
+  DeviceTensor cpu_probs_g = upload(probs), dprobs_g = upload(dprobs), dscores_g = upload(dscores);
+  cpu.softmax_backward(dprobs.view(), probs.view(), scale, dscores.view());
+  gpu->softmax_backward(dprobs_g.view(), cpu_probs_g.view(), scale, dscores_g.view());
+  expect_close(dscores_g.download(*gpu).floats(), dscores.floats(), 1e-5, 1e-7,
+               "softmax backward, 524288 rows of 128");
 }
 
 TEST_F(NormalizationTest, SoftmaxInPlaceLongRows) {
