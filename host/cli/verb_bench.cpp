@@ -121,8 +121,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   const std::unique_ptr<host::BackendUpdate> on_backend =
       host::BackendUpdate::attach_if_offered(c, model, world);
   host::HostMirror master(backend, model.master()), grads(backend, model.grads());
-  master.pull();
-  host::GradientSync sync(c.communicator, c.communicator2, grads.data(), total,
+  if (!on_backend || world > 1) master.pull();  // as loom run: host views only where they are read
+  host::GradientSync sync(c.communicator, c.communicator2, world > 1 ? grads.data() : nullptr, total,
                           host::gradient_sync_options(settings.allreduce_post_accumulation,
                                                       settings.allreduce_bucket_mb, grads.copies()));
   const bool overlap = world > 1 && sync.overlapping();

@@ -102,6 +102,30 @@ TEST(HostMirror, OnADeviceIsAHostCopyMovedByOneTransferEachWay) {
   EXPECT_EQ(static_cast<const float*>(buffer.data())[3], 40.0f);
 }
 
+// The backend path of a training step never reads the gradients' host view: a copying mirror
+// holds no host memory until something uses it, then exactly the buffer's size.
+TEST(HostMirror, AHostCopyIsAllocatedOnFirstUse) {
+  CountingBackend backend(loom::DeviceType::cuda);
+  const loom::Buffer buffer(backend, 1000 * sizeof(float));
+  HostMirror untouched(backend, buffer.view(loom::DType::f32, {1000}));
+  EXPECT_TRUE(untouched.copies());
+  EXPECT_EQ(untouched.host_bytes(), 0u);
+  EXPECT_EQ(backend.downloads + backend.uploads, 0);
+  HostMirror pulled(backend, buffer.view(loom::DType::f32, {1000}));
+  pulled.pull();
+  EXPECT_EQ(pulled.host_bytes(), 1000 * sizeof(float));
+  const HostMirror read(backend, buffer.view(loom::DType::f32, {1000}));
+  EXPECT_NE(read.data(), nullptr);
+  EXPECT_EQ(read.host_bytes(), 1000 * sizeof(float));
+  // On a host-addressable backend there is never a copy.
+  CountingBackend cpu(loom::DeviceType::cpu);
+  const loom::Buffer host_buffer(cpu, 1000 * sizeof(float));
+  HostMirror itself(cpu, host_buffer.view(loom::DType::f32, {1000}));
+  itself.pull();
+  EXPECT_EQ(itself.data(), host_buffer.data());
+  EXPECT_EQ(itself.host_bytes(), 0u);
+}
+
 TEST(HostMirror, RefusesWhatIsNotAContiguousF32Buffer) {
   CountingBackend backend(loom::DeviceType::cuda);
   const loom::Buffer buffer(backend, 8 * sizeof(float));

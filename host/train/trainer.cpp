@@ -97,10 +97,12 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
         "backend memory is not host-addressable: the optimizer, precision checks and "
         "gradient all-reduce work on host copies (one gradient download, one weight upload "
         "per step)");
-  s.master_host->pull();
-  // One set of starting weights whatever each rank initialised or loaded, verified by checksum.
-  broadcast_parameters(s.group(), s.master_host->data(), s.master_host->size());
+  // The host view of the weights is needed by the host path's optimizer and by the broadcast;
+  // one process on the backend path never reads it (checkpoints take their own copy).
+  if (!s.backend_update || s.world > 1) s.master_host->pull();
   if (s.world > 1) {
+    // One set of starting weights whatever each rank initialised or loaded, verified by checksum.
+    broadcast_parameters(s.group(), s.master_host->data(), s.master_host->size());
     s.master_host->push();
     s.model().refresh_compute_weights();
   }
@@ -177,8 +179,10 @@ GradientSync Trainer::State::gradient_sync() {
     spdlog::info(
         "device backend: gradients are all-reduced once after accumulation, on their host copy "
         "(overlapped buckets need device collectives)");
-  return GradientSync(components.communicator, components.communicator2, grads_host->data(),
-                      grads_host->size(), options);
+  // One process never all-reduces: the gradients' host view is then left unallocated (on a device
+  // backend that is a second copy of every gradient, unused on the backend path).
+  return GradientSync(components.communicator, components.communicator2,
+                      world > 1 ? grads_host->data() : nullptr, grads_host->size(), options);
 }
 
 StepParts Trainer::State::step_parts(GradientSync& sync, LossSums& loss_sums, InstanceTrace& trace) {
