@@ -11,6 +11,7 @@
 #include "model/host_mirror.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "loom/sdk/version.hpp"
+#include "train/optimizer_state_layout.hpp"
 
 namespace fs = std::filesystem;
 
@@ -82,6 +83,7 @@ void write_run_checkpoint(const fs::path& directory, const Model& model, const B
       writer.add_f32(t.name, {static_cast<int64_t>(t.count)}, {t.data, t.count});
     }
     writer.set_metadata("successful_steps", std::to_string(optimizer->successful_steps()));
+    writer.set_metadata(kParameterLayoutKey, parameter_layout_record(model.parameters()));
     writer.write(directory / "optimizer.safetensors");
   }
   write_file_atomically(directory / "state.json", run_state_to_json(state).dump(2) + "\n");
@@ -109,11 +111,16 @@ CheckpointLoadReport load_model_weights(Model& model, const SafetensorsFile& fil
   return report;
 }
 
-void load_optimizer_state(loom::Optimizer& optimizer, const fs::path& directory,
-                          const BackendOptimizerState* on_backend) {
+void load_optimizer_state(loom::Optimizer& optimizer, const ParameterTable& parameters,
+                          const fs::path& directory, const BackendOptimizerState* on_backend) {
   const fs::path path = directory / "optimizer.safetensors";
   if (optimizer.num_state_tensors() == 0) return;
   const SafetensorsFile file = SafetensorsFile::open(path);
+  // Where each parameter's elements are in the file (optimizer_state_layout.hpp).
+  const auto record = file.metadata().find(kParameterLayoutKey);
+  const std::vector<StoredParameter> layout = record != file.metadata().end()
+                                                  ? parse_parameter_layout(record->second, path.string())
+                                                  : unrecorded_parameter_layout(parameters);
   for (size_t i = 0; i < optimizer.num_state_tensors(); ++i) {
     // The destination: the host tensor itself, or a host copy of the backend's that is pushed back.
     std::unique_ptr<HostMirror> copy;
@@ -131,10 +138,10 @@ void load_optimizer_state(loom::Optimizer& optimizer, const fs::path& directory,
     const SafetensorsTensor* stored = file.find(name);
     if (stored == nullptr)
       throw std::runtime_error(fmt::format("{}: no optimizer state '{}'", path.string(), name));
-    if (stored->dtype != SafetensorsDtype::kF32 || static_cast<size_t>(stored->element_count()) != count)
-      throw std::runtime_error(fmt::format("{}: optimizer state '{}' has {} elements, the model needs {} F32",
-                                           path.string(), name, stored->element_count(), count));
-    std::memcpy(data, stored->data, count * sizeof(float));
+    if (stored->dtype != SafetensorsDtype::kF32)
+      throw std::runtime_error(fmt::format("{}: optimizer state '{}' is not F32", path.string(), name));
+    remap_state(stored->data, static_cast<size_t>(stored->element_count()), layout,
+                parameters, data, count, path.string() + " ('" + name + "')");
     if (copy) copy->push();
   }
 }

@@ -65,8 +65,11 @@ CheckpointLoadReport load_model_weights(Model& model, const SafetensorsFile& fil
                                         const CheckpointLoadOptions& options);
 
 /// Restores the optimizer's state tensors from optimizer.safetensors (into backend memory when
-/// `on_backend`); throws naming the file when a tensor is missing or has another size.
-void load_optimizer_state(loom::Optimizer& optimizer, const std::filesystem::path& directory,
+/// `on_backend`), each parameter's elements by name into `parameters`' layout
+/// (optimizer_state_layout.hpp); throws naming the file when a tensor or a parameter is missing or
+/// has another size.
+void load_optimizer_state(loom::Optimizer& optimizer, const ParameterTable& parameters,
+                          const std::filesystem::path& directory,
                           const BackendOptimizerState* on_backend = nullptr);
 
 /// Reads state.json of `directory`.

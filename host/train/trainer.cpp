@@ -270,7 +270,7 @@ void Trainer::State::resume_or_initialise() {
     load_model_weights(model(), *resume_from, {});
     const std::optional<BackendOptimizerState> on_backend = optimizer_on_backend();
     c.optimizer.call([&](loom::Optimizer& o) {
-      load_optimizer_state(o, *resume_from, on_backend ? &*on_backend : nullptr);
+      load_optimizer_state(o, model().parameters(), *resume_from, on_backend ? &*on_backend : nullptr);
     });
     const RunState saved = read_run_state(*resume_from);
     if (saved.seed != settings.seed)
