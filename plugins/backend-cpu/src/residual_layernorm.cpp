@@ -84,11 +84,11 @@ void forward_row(const float* y, const float* bias, const float* residual, const
 }  // namespace
 
 void CpuBackend::residual_layernorm_forward(const loom::Tensor& y, const loom::Tensor& bias,
-                                            const loom::Tensor& residual, float p, uint64_t seed, uint64_t offset,
-                                            const loom::Tensor& gamma, const loom::Tensor& beta, float eps,
-                                            const loom::Tensor& sum, const loom::Tensor& out,
-                                            const loom::Tensor& out_compute, const loom::Tensor& mean,
-                                            const loom::Tensor& rstd) {
+                                            const loom::Tensor& residual, float p, uint64_t seed,
+                                            uint64_t offset, const loom::Tensor& gamma,
+                                            const loom::Tensor& beta, float eps, const loom::Tensor& sum,
+                                            const loom::Tensor& out, const loom::Tensor& out_compute,
+                                            const loom::Tensor& mean, const loom::Tensor& rstd) {
   const auto check = checks("residual_layernorm_forward");
   const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_forward(
       check, y, bias, residual, p, gamma, beta, eps, sum, out, out_compute, mean, rstd);
@@ -110,8 +110,8 @@ void CpuBackend::residual_layernorm_forward(const loom::Tensor& y, const loom::T
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
         const uint32_t* words = dropout.active() ? dropout.words(r, buffer) : nullptr;
-        forward_row(ys + r * cols, b, rs + r * cols, words, dropout, g, be, eps, sums + r * cols, outs + r * cols,
-                    out_c ? out_c + r * cols : out_c, cols, means[r], rstds[r]);
+        forward_row(ys + r * cols, b, rs + r * cols, words, dropout, g, be, eps, sums + r * cols,
+                    outs + r * cols, out_c ? out_c + r * cols : out_c, cols, means[r], rstds[r]);
       }
     }
   };
@@ -125,10 +125,10 @@ void CpuBackend::residual_layernorm_forward(const loom::Tensor& y, const loom::T
 
 void CpuBackend::residual_layernorm_backward(const loom::Tensor& d_out, const loom::Tensor& sum,
                                              const loom::Tensor& gamma, const loom::Tensor& mean,
-                                             const loom::Tensor& rstd, float p, uint64_t seed, uint64_t offset,
-                                             const loom::Tensor& d_sum, const loom::Tensor& d_branch,
-                                             const loom::Tensor& dgamma, const loom::Tensor& dbeta,
-                                             const loom::Tensor& dbias) {
+                                             const loom::Tensor& rstd, float p, uint64_t seed,
+                                             uint64_t offset, const loom::Tensor& d_sum,
+                                             const loom::Tensor& d_branch, const loom::Tensor& dgamma,
+                                             const loom::Tensor& dbeta, const loom::Tensor& dbias) {
   const auto check = checks("residual_layernorm_backward");
   const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_backward(
       check, d_out, sum, gamma, mean, rstd, p, d_sum, d_branch, dgamma, dbeta, dbias);

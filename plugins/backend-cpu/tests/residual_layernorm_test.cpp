@@ -23,8 +23,8 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 void check_against_separate_ops(const Case& k) {
-  SCOPED_TRACE("rows " + std::to_string(k.rows) + " cols " + std::to_string(k.cols) + " p " + std::to_string(k.p) +
-               (k.bias ? " bias" : " no bias") + " " + loom::dtype_name(k.compute));
+  SCOPED_TRACE("rows " + std::to_string(k.rows) + " cols " + std::to_string(k.cols) + " p " +
+               std::to_string(k.p) + (k.bias ? " bias" : " no bias") + " " + loom::dtype_name(k.compute));
   const int64_t R = k.rows, C = k.cols, n = R * C;
   const uint64_t seed = 0x5EEDull + static_cast<uint64_t>(C), offset = 1ull << 40;
   const float eps = 1e-12f;
@@ -46,7 +46,8 @@ void check_against_separate_ops(const Case& k) {
   if (k.compute != loom::DType::f32) backend().cast(view(h, {R, C}), view16(h16));
   std::vector<float> d_res(n), d_dense(n), dgamma(C, 0.25f), dbeta(C, -0.25f), dbias(C, 0.5f);
   backend().layernorm_backward(view(d_out, {R, C}), view(x1, {R, C}), view(gamma, {C}), view(mean, {R}),
-                               view(rstd, {R}), view(d_res, {R, C}), view(dgamma, {C}), view(dbeta, {C}), false);
+                               view(rstd, {R}), view(d_res, {R, C}), view(dgamma, {C}), view(dbeta, {C}),
+                               false);
   if (k.p > 0)
     backend().dropout_backward(view(d_res, {R, C}), view(d_dense, {R, C}), k.p, seed, offset);
   else
@@ -55,10 +56,11 @@ void check_against_separate_ops(const Case& k) {
 
   // The fused op.
   std::vector<float> sum(n), fused_h(n), fused_mean(R), fused_rstd(R);
-  backend().residual_layernorm_forward(
-      view(y, {R, C}), k.bias ? view(bias, {C}) : no_tensor, view(residual, {R, C}), k.p, seed, offset,
-      view(gamma, {C}), view(beta, {C}), eps, view(sum, {R, C}), view(fused_h, {R, C}),
-      k.compute != loom::DType::f32 ? view16(fused_h16) : no_tensor, view(fused_mean, {R}), view(fused_rstd, {R}));
+  backend().residual_layernorm_forward(view(y, {R, C}), k.bias ? view(bias, {C}) : no_tensor,
+                                       view(residual, {R, C}), k.p, seed, offset, view(gamma, {C}),
+                                       view(beta, {C}), eps, view(sum, {R, C}), view(fused_h, {R, C}),
+                                       k.compute != loom::DType::f32 ? view16(fused_h16) : no_tensor,
+                                       view(fused_mean, {R}), view(fused_rstd, {R}));
   EXPECT_TRUE(same_bits(sum, x1)) << "sum";
   EXPECT_TRUE(same_bits(fused_h, h)) << "out";
   EXPECT_TRUE(same_bits(fused_mean, mean)) << "mean";
@@ -67,7 +69,8 @@ void check_against_separate_ops(const Case& k) {
     EXPECT_TRUE(same_bits(fused_h16, h16)) << "out_compute";
   }
 
-  std::vector<float> d_sum(n), d_branch(n), fused_dgamma(C, 0.25f), fused_dbeta(C, -0.25f), fused_dbias(C, 0.5f);
+  std::vector<float> d_sum(n), d_branch(n), fused_dgamma(C, 0.25f), fused_dbeta(C, -0.25f),
+      fused_dbias(C, 0.5f);
   backend().residual_layernorm_backward(view(d_out, {R, C}), view(sum, {R, C}), view(gamma, {C}),
                                         view(fused_mean, {R}), view(fused_rstd, {R}), k.p, seed, offset,
                                         view(d_sum, {R, C}), view(d_branch, {R, C}), view(fused_dgamma, {C}),
@@ -86,10 +89,11 @@ void check_against_separate_ops(const Case& k) {
 }
 
 TEST(ResidualLayerNorm, EqualsTheSeparateOpsBitForBit) {
-  for (const Case& k : {Case{3, 20, 0.0f, true, loom::DType::f32}, Case{37, 769, 0.1f, true, loom::DType::bf16},
-                        Case{37, 769, 0.1f, false, loom::DType::f16}, Case{5, 13, 0.5f, true, loom::DType::f32},
-                        // 256 × 768: above the parallel threshold, rows split across threads.
-                        Case{256, 768, 0.1f, true, loom::DType::bf16}})
+  for (const Case& k :
+       {Case{3, 20, 0.0f, true, loom::DType::f32}, Case{37, 769, 0.1f, true, loom::DType::bf16},
+        Case{37, 769, 0.1f, false, loom::DType::f16}, Case{5, 13, 0.5f, true, loom::DType::f32},
+        // 256 × 768: above the parallel threshold, rows split across threads.
+        Case{256, 768, 0.1f, true, loom::DType::bf16}})
     check_against_separate_ops(k);
 }
 
@@ -114,23 +118,24 @@ TEST(ResidualLayerNorm, BadArgumentsAreNamed) {
        gamma = random_floats(C, 4), beta = random_floats(C, 5);
   std::vector<float> sum(R * C), out(R * C), mean(R), rstd(R);
   try {
-    backend().residual_layernorm_forward(view(y, {R, C}), view(bias, {C + 1}), view(residual, {R, C}), 0.1f, 1, 0,
-                                         view(gamma, {C}), view(beta, {C}), 1e-5f, view(sum, {R, C}),
+    backend().residual_layernorm_forward(view(y, {R, C}), view(bias, {C + 1}), view(residual, {R, C}), 0.1f,
+                                         1, 0, view(gamma, {C}), view(beta, {C}), 1e-5f, view(sum, {R, C}),
                                          view(out, {R, C}), loom::Tensor{}, view(mean, {R}), view(rstd, {R}));
     FAIL() << "a bias of the wrong length was accepted";
   } catch (const loom::Error& e) {
     EXPECT_NE(std::string(e.what()).find("residual_layernorm_forward: bias"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(backend().residual_layernorm_forward(view(y, {R, C}), loom::Tensor{}, view(residual, {R, C}), 1.0f,
-                                                    1, 0, view(gamma, {C}), view(beta, {C}), 1e-5f,
+  EXPECT_THROW(backend().residual_layernorm_forward(view(y, {R, C}), loom::Tensor{}, view(residual, {R, C}),
+                                                    1.0f, 1, 0, view(gamma, {C}), view(beta, {C}), 1e-5f,
                                                     view(sum, {R, C}), view(out, {R, C}), loom::Tensor{},
                                                     view(mean, {R}), view(rstd, {R})),
                loom::Error);  // p must be below 1
   std::vector<float> d(R * C), d_branch(R * C), dg(C), db(C);
-  EXPECT_THROW(backend().residual_layernorm_backward(view(d, {R, C}), view(sum, {R, C}), view(gamma, {C}),
-                                                     view(mean, {R}), view(rstd, {R}), 0.1f, 1, 0, view(d, {R, C}),
-                                                     view(d, {R, C}), view(dg, {C}), view(db, {C}), loom::Tensor{}),
-               loom::Error);  // d_branch aliasing d_out
+  EXPECT_THROW(
+      backend().residual_layernorm_backward(view(d, {R, C}), view(sum, {R, C}), view(gamma, {C}),
+                                            view(mean, {R}), view(rstd, {R}), 0.1f, 1, 0, view(d, {R, C}),
+                                            view(d, {R, C}), view(dg, {C}), view(db, {C}), loom::Tensor{}),
+      loom::Error);  // d_branch aliasing d_out
 }
 
 }  // namespace

@@ -8,10 +8,11 @@ namespace loom_backend {
 
 inline LayerNormRows check_residual_layernorm_forward(const ArgumentChecks& check, const loom::Tensor& y,
                                                       const loom::Tensor& bias, const loom::Tensor& residual,
-                                                      float p, const loom::Tensor& gamma, const loom::Tensor& beta,
-                                                      float eps, const loom::Tensor& sum, const loom::Tensor& out,
-                                                      const loom::Tensor& out_compute, const loom::Tensor& mean,
-                                                      const loom::Tensor& rstd) {
+                                                      float p, const loom::Tensor& gamma,
+                                                      const loom::Tensor& beta, float eps,
+                                                      const loom::Tensor& sum, const loom::Tensor& out,
+                                                      const loom::Tensor& out_compute,
+                                                      const loom::Tensor& mean, const loom::Tensor& rstd) {
   check.tensor("y", y, {DType::f32});
   check.tensor("residual", residual, {DType::f32});
   check.tensor("sum", sum, {DType::f32});
@@ -40,8 +41,9 @@ inline LayerNormRows check_residual_layernorm_forward(const ArgumentChecks& chec
 
 inline LayerNormRows check_residual_layernorm_backward(const ArgumentChecks& check, const loom::Tensor& d_out,
                                                        const loom::Tensor& sum, const loom::Tensor& gamma,
-                                                       const loom::Tensor& mean, const loom::Tensor& rstd, float p,
-                                                       const loom::Tensor& d_sum, const loom::Tensor& d_branch,
+                                                       const loom::Tensor& mean, const loom::Tensor& rstd,
+                                                       float p, const loom::Tensor& d_sum,
+                                                       const loom::Tensor& d_branch,
                                                        const loom::Tensor& dgamma, const loom::Tensor& dbeta,
                                                        const loom::Tensor& dbias) {
   for (const auto* t : {&d_out, &sum, &d_sum, &d_branch}) {

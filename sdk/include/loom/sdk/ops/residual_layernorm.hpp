@@ -34,10 +34,11 @@ class ResidualLayerNorm {
   /// absent; gamma, beta: f32 [C]; out: f32 [rows, C] (OVERWRITE); out_compute: absent, or a
   /// bf16/f16 [rows, C] copy of out for the next GEMM (OVERWRITE); mean, rstd: f32 [rows]
   /// (OVERWRITE, saved for backward). 0 ≤ p < 1; p = 0 applies no dropout (seed, offset unused).
-  virtual void residual_layernorm_forward(const Tensor& y, const Tensor& bias, const Tensor& residual, float p,
-                                          uint64_t seed, uint64_t offset, const Tensor& gamma,
+  virtual void residual_layernorm_forward(const Tensor& y, const Tensor& bias, const Tensor& residual,
+                                          float p, uint64_t seed, uint64_t offset, const Tensor& gamma,
                                           const Tensor& beta, float eps, const Tensor& sum, const Tensor& out,
-                                          const Tensor& out_compute, const Tensor& mean, const Tensor& rstd) = 0;
+                                          const Tensor& out_compute, const Tensor& mean,
+                                          const Tensor& rstd) = 0;
 
   /// d_out, sum, d_sum, d_branch: f32 [rows, C], contiguous (d_sum may alias d_out; d_branch may
   /// alias neither); sum, gamma, mean, rstd, p, seed, offset: as the forward saw them (sum its
@@ -46,7 +47,8 @@ class ResidualLayerNorm {
   virtual void residual_layernorm_backward(const Tensor& d_out, const Tensor& sum, const Tensor& gamma,
                                            const Tensor& mean, const Tensor& rstd, float p, uint64_t seed,
                                            uint64_t offset, const Tensor& d_sum, const Tensor& d_branch,
-                                           const Tensor& dgamma, const Tensor& dbeta, const Tensor& dbias) = 0;
+                                           const Tensor& dgamma, const Tensor& dbeta,
+                                           const Tensor& dbias) = 0;
 
  protected:
   ~ResidualLayerNorm() = default;
