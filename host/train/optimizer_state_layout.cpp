@@ -34,9 +34,38 @@ std::vector<StoredParameter> parse_parameter_layout(const std::string& record, c
   return layout;
 }
 
+// Until the record existed, block/bert.encoder-layer declared each attention projection's weight
+// followed by its bias (query.weight, query.bias, key.weight, key.bias, value.weight, value.bias);
+// it now declares the three weights, then the three biases. Everything else kept its order.
 std::vector<StoredParameter> unrecorded_parameter_layout(const ParameterTable& table) {
+  static const char* const kNow[6] = {"query.weight", "key.weight", "value.weight",
+                                      "query.bias",   "key.bias",   "value.bias"};
+  static const int kBefore[6] = {0, 3, 1, 4, 2, 5};  // positions in kNow, in the order written before
+  const std::vector<ParameterEntry>& entries = table.entries();
+  std::vector<const ParameterEntry*> order;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string& name = entries[i].name;
+    const std::string suffix = "attention.self.query.weight";
+    const bool group = name.size() >= suffix.size() &&
+                       name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+                       i + 6 <= entries.size();
+    const std::string prefix = group ? name.substr(0, name.size() - std::string("query.weight").size()) : "";
+    bool now_order = group;
+    for (int k = 0; now_order && k < 6; ++k)
+      now_order = entries[i + static_cast<size_t>(k)].name == prefix + kNow[k];
+    if (!now_order) {
+      order.push_back(&entries[i]);
+      continue;
+    }
+    for (int k : kBefore) order.push_back(&entries[i + static_cast<size_t>(k)]);
+    i += 5;
+  }
   std::vector<StoredParameter> layout;
-  for (const ParameterEntry& e : table.entries()) layout.push_back({e.name, e.offset, e.count});
+  size_t offset = 0;
+  for (const ParameterEntry* e : order) {
+    layout.push_back({e->name, offset, e->count});
+    offset = (offset + e->count + kParameterAlignment - 1) / kParameterAlignment * kParameterAlignment;
+  }
   return layout;
 }
 

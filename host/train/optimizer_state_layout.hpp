@@ -34,7 +34,8 @@ std::string parameter_layout_record(const ParameterTable& table);
 std::vector<StoredParameter> parse_parameter_layout(const std::string& record, const std::string& source);
 
 /// The layout of a file written without a record: `table`'s parameters in the order Loom declared
-/// them before the record existed, at the same alignment.
+/// them before the record existed (each attention projection's weight, then its bias), at the same
+/// alignment.
 std::vector<StoredParameter> unrecorded_parameter_layout(const ParameterTable& table);
 
 /// Copies `stored` (`stored_count` floats laid out as `layout`, at any byte alignment: a mapped file) into

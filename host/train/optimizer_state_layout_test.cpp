@@ -56,6 +56,43 @@ TEST(OptimizerStateLayout, StateFollowsEachParameterIntoAnotherOrder) {
   EXPECT_EQ(out[now.find("q.weight")->offset + 6], 0.0f);
 }
 
+// A file from before the record: the encoder layer then declared each projection's weight before
+// its bias. Its state must land on the same parameters in today's order.
+TEST(OptimizerStateLayout, UnrecordedFilesAreReadInTheEarlierDeclarationOrder) {
+  const std::string p = "bert.encoder.layer.0.attention.self.";
+  const ParameterTable before = table_of({{"bert.embeddings.LayerNorm.weight", 8},
+                                          {p + "query.weight", 64},
+                                          {p + "query.bias", 8},
+                                          {p + "key.weight", 64},
+                                          {p + "key.bias", 8},
+                                          {p + "value.weight", 64},
+                                          {p + "value.bias", 8},
+                                          {"bert.encoder.layer.0.attention.output.dense.weight", 64}});
+  const ParameterTable now = table_of({{"bert.embeddings.LayerNorm.weight", 8},
+                                       {p + "query.weight", 64},
+                                       {p + "key.weight", 64},
+                                       {p + "value.weight", 64},
+                                       {p + "query.bias", 8},
+                                       {p + "key.bias", 8},
+                                       {p + "value.bias", 8},
+                                       {"bert.encoder.layer.0.attention.output.dense.weight", 64}});
+  const std::vector<StoredParameter> layout = unrecorded_parameter_layout(now);
+  ASSERT_EQ(layout.size(), before.entries().size());
+  for (size_t i = 0; i < layout.size(); ++i) {
+    EXPECT_EQ(layout[i].name, before.entries()[i].name) << i;
+    EXPECT_EQ(layout[i].offset, before.entries()[i].offset) << layout[i].name;
+  }
+  const std::vector<float> stored = labelled_state(before);
+  std::vector<float> out(now.total_elements());
+  remap_state(stored.data(), stored.size(), layout, now, out.data(), out.size(), "f");
+  EXPECT_EQ(out[now.find(p + "key.bias")->offset + 1], stored[before.find(p + "key.bias")->offset + 1]);
+  EXPECT_EQ(out[now.find(p + "value.weight")->offset], stored[before.find(p + "value.weight")->offset]);
+  // A table without the group is its own layout.
+  const ParameterTable other = table_of({{"a", 5}, {"b", 7}});
+  const std::vector<StoredParameter> same = unrecorded_parameter_layout(other);
+  EXPECT_EQ(same[1].offset, other.entries()[1].offset);
+}
+
 TEST(OptimizerStateLayout, MismatchesAreRefusedNamingFileAndParameter) {
   const ParameterTable model = table_of({{"a.weight", 5}, {"b.weight", 4}});
   std::vector<float> out(model.total_elements());

@@ -18,6 +18,11 @@
 //
 // When the backend offers ResidualLayerNorm, each "dropout(dense + bias) + residual, LayerNorm"
 // (and its backward with the bias gradient) is one op instead of four; the results are the same.
+//
+// Wq, Wk, Wv are declared one after the other, then bq, bk, bv, so that in the host's flat
+// buffers they are one [3H, H] weight and one [3H] bias (when H·4 bytes keeps the biases adjacent,
+// checked at bind time): q, k and v are then one GEMM into a [B·T, 3H] activation, read per head
+// through strided views, and backward is one GEMM for their weight gradient and one for dx.
 #include <cmath>
 
 #include "bert_block.hpp"
@@ -34,15 +39,19 @@ using loom::Tensor;
 
 class EncoderLayer final : public BertBlock {
   // Regions of the arena; the fused path has lse and delta instead of the [B, nh, T, T] tensors.
+  // q, k, v: [B·T, H] column blocks of one [B·T, 3H] region when the projections are one GEMM,
+  // else three [B·T, H] blocks of it; either way the region's size is the same.
   struct Saved {
-    Tensor x_c, q, k, v, probs, lse, ctx, x1, mean1, rstd1, h1, h1_c, u, g, x2, mean2, rstd2;
+    Tensor x_c, qkv, q, k, v, probs, lse, ctx, x1, mean1, rstd1, h1, h1_c, u, g, x2, mean2, rstd2;
   };
   struct ForwardScratch {
-    Tensor tmp, h1, scores, probs_dropped;  // h1: f32 LayerNorm output in 16-bit compute
+    Tensor tmp, tmp_qkv, h1, scores, probs_dropped;  // tmp: [B·T, H] at the start of tmp_qkv; h1: f32
+                                                     // LayerNorm output in 16-bit compute
   };
   struct BackwardScratch {
     Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped,
-        d_q, d_k, d_v, delta;
+        d_qkv, d_qkv_c, d_q, d_k, d_v, d_attention_out, delta;  // d_attention_out: [B·T, H] at the
+                                                                // start of d_qkv, free until attention
   };
 
  public:
@@ -80,9 +89,13 @@ class EncoderLayer final : public BertBlock {
 
     // Self-attention.
     const Tensor x_c = to_compute(x, s.x_c);
-    project(x_c, q_weight_, master(q_bias_), w.tmp, s.q);
-    project(x_c, k_weight_, master(k_bias_), w.tmp, s.k);
-    project(x_c, v_weight_, master(v_bias_), w.tmp, s.v);
+    if (qkv_) {
+      project_qkv(x_c, w.tmp_qkv, s.qkv);
+    } else {
+      project(x_c, q_weight_, master(q_bias_), w.tmp, s.q);
+      project(x_c, k_weight_, master(k_bias_), w.tmp, s.k);
+      project(x_c, v_weight_, master(v_bias_), w.tmp, s.v);
+    }
     if (fused_) {
       fused_attention_ops_->attention_forward(
           heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), step.batch->attention_bias, attention_scale(),
@@ -95,8 +108,8 @@ class EncoderLayer final : public BertBlock {
     linear_forward(s.ctx, out_weight_, Tensor{}, w.tmp);
     // h1 in f32 is needed by backward only in f32 compute (16-bit compute keeps h1_c instead).
     const Tensor h1 = reduced() ? w.h1 : s.h1;
-    const Tensor h1_c = add_norm_forward(step, 1, w.tmp, out_bias_, x, ln1_gamma_, ln1_beta_, s.x1, h1, s.h1_c,
-                                         s.mean1, s.rstd1);
+    const Tensor h1_c = add_norm_forward(step, 1, w.tmp, out_bias_, x, ln1_gamma_, ln1_beta_, s.x1, h1,
+                                         s.h1_c, s.mean1, s.rstd1);
 
     // Feed-forward: dense + GELU, dense, then bias, dropout, residual and LayerNorm.
     linear_forward(h1_c, ffn_in_weight_, Tensor{}, s.u);
@@ -130,8 +143,9 @@ class EncoderLayer final : public BertBlock {
     // h1 = LayerNorm(x1), x1 = dropout(ctx·Woᵀ + bo) + x. d_q holds the dense layer's output
     // gradient until attention backward overwrites it.
     add_norm_backward(step, 1, w.d_dense, s.x1, ln1_gamma_, ln1_beta_, out_bias_, s.mean1, s.rstd1, w.d_res,
-                      w.d_q);
-    linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), s.ctx, out_weight_, Tensor{}, w.d_ctx, 0.0f);
+                      w.d_attention_out);
+    linear_backward(w.d_attention_out, to_compute(w.d_attention_out, w.d_dense_c), s.ctx, out_weight_,
+                    Tensor{}, w.d_ctx, 0.0f);
 
     if (fused_) {
       fused_attention_ops_->attention_backward(
@@ -144,9 +158,16 @@ class EncoderLayer final : public BertBlock {
 
     // q, k, v = x·Wᵀ + b: weight/bias gradients and dx (plus the residual path from x1).
     const Tensor input_c = reduced() ? s.x_c : input_;
-    linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), input_c, q_weight_, grad(q_bias_), dx, 0.0f);
-    linear_backward(w.d_k, to_compute(w.d_k, w.d_dense_c), input_c, k_weight_, grad(k_bias_), dx, 1.0f);
-    linear_backward(w.d_v, to_compute(w.d_v, w.d_dense_c), input_c, v_weight_, grad(v_bias_), dx, 1.0f);
+    if (qkv_) {
+      const Tensor d_qkv_c = to_compute(w.d_qkv, w.d_qkv_c);
+      be().bias_grad(w.d_qkv, qkv_.bias_grad);
+      be().gemm(d_qkv_c, true, input_c, false, qkv_.weight_grad, 1.0f, 1.0f);
+      be().gemm(d_qkv_c, false, qkv_.weight_compute, false, dx, 1.0f, 0.0f);
+    } else {
+      linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), input_c, q_weight_, grad(q_bias_), dx, 0.0f);
+      linear_backward(w.d_k, to_compute(w.d_k, w.d_dense_c), input_c, k_weight_, grad(k_bias_), dx, 1.0f);
+      linear_backward(w.d_v, to_compute(w.d_v, w.d_dense_c), input_c, v_weight_, grad(v_bias_), dx, 1.0f);
+    }
     be().axpby(1.0f, w.d_res, 1.0f, dx);
   }
 
@@ -182,13 +203,14 @@ class EncoderLayer final : public BertBlock {
   /// on the separate-ops path). Returns out as a GEMM operand: itself in f32 compute, else its
   /// 16-bit copy in out_c.
   Tensor add_norm_forward(const loom::StepArgs& step, uint64_t site, const Tensor& y, size_t bias,
-                          const Tensor& residual, size_t gamma, size_t beta, const Tensor& sum, const Tensor& out,
-                          const Tensor& out_c, const Tensor& mean, const Tensor& rstd) const {
+                          const Tensor& residual, size_t gamma, size_t beta, const Tensor& sum,
+                          const Tensor& out, const Tensor& out_c, const Tensor& mean,
+                          const Tensor& rstd) const {
     const Tensor out_compute = reduced() ? out_c : Tensor{};
     if (add_norm_ != nullptr) {
-      add_norm_->residual_layernorm_forward(y, master(bias), residual, hidden_dropout(step), dropout_key(step),
-                                            site << kDropoutSiteShift, master(gamma), master(beta),
-                                            config_.layer_norm_eps, sum, out, out_compute, mean, rstd);
+      add_norm_->residual_layernorm_forward(
+          y, master(bias), residual, hidden_dropout(step), dropout_key(step), site << kDropoutSiteShift,
+          master(gamma), master(beta), config_.layer_norm_eps, sum, out, out_compute, mean, rstd);
       return reduced() && out_c.defined() ? out_c : out;
     }
     be().bias_add(y, master(bias));
@@ -229,9 +251,8 @@ class EncoderLayer final : public BertBlock {
     const DType c = compute_;
     Saved s;
     s.x_c = r.take_compute_copy(compute_, {N, H});
-    s.q = r.take(c, {N, H});
-    s.k = r.take(c, {N, H});
-    s.v = r.take(c, {N, H});
+    s.qkv = r.take(c, {N, 3 * H});
+    split_qkv(s.qkv, s.q, s.k, s.v);
     if (fused_)
       s.lse = r.take(DType::f32, {B, heads, T});
     else
@@ -252,7 +273,8 @@ class EncoderLayer final : public BertBlock {
   ForwardScratch carve_forward_scratch(RegionCarver& r, int64_t B, int64_t T) const {
     const int64_t N = B * T, H = config_.hidden_size, heads = config_.num_attention_heads;
     ForwardScratch w;
-    w.tmp = r.take(DType::f32, {N, H});
+    w.tmp_qkv = r.take(DType::f32, {N, 3 * H});
+    w.tmp = loom::Tensor::contiguous(w.tmp_qkv.data, DType::f32, {N, H}, w.tmp_qkv.device);
     if (reduced()) w.h1 = r.take(DType::f32, {N, H});
     if (!fused_) {
       w.scores = r.take(DType::f32, {B, heads, T, T});
@@ -278,16 +300,40 @@ class EncoderLayer final : public BertBlock {
       w.d_scores_c = r.take_compute_copy(compute_, {B, heads, T, T});
       w.probs_dropped = r.take(compute_, {B, heads, T, T});
     }
-    w.d_q = r.take(DType::f32, {N, H});
-    w.d_k = r.take(DType::f32, {N, H});
-    w.d_v = r.take(DType::f32, {N, H});
+    w.d_qkv = r.take(DType::f32, {N, 3 * H});
+    w.d_qkv_c = r.take_compute_copy(compute_, {N, 3 * H});
+    split_qkv(w.d_qkv, w.d_q, w.d_k, w.d_v);
+    w.d_attention_out = loom::Tensor::contiguous(w.d_qkv.data, DType::f32, {N, H}, w.d_qkv.device);
     return w;
   }
 
-  /// A [B·T, H] activation seen per head: [B, nh, T, d] (strides T·H, d, H, 1; no copy).
+  /// A [B·T, H] activation (unit column stride, any row stride r: a block of columns of a wider
+  /// one) seen per head: [B, nh, T, d] with strides T·r, d, r, 1 (no copy).
   Tensor heads(const Tensor& x, int64_t B, int64_t T) const {
-    const int64_t nh = config_.num_attention_heads, d = config_.hidden_size / nh;
-    return x.reshape({B, T, nh, d}).permute({0, 2, 1, 3});
+    const int64_t nh = config_.num_attention_heads, d = config_.hidden_size / nh, r = x.strides[0];
+    Tensor h = x;
+    h.ndim = 4;
+    const int64_t shape[4] = {B, nh, T, d}, strides[4] = {T * r, d, r, 1};
+    for (int k = 0; k < 4; ++k) h.shape[k] = shape[k], h.strides[k] = strides[k];
+    return h;
+  }
+  /// q, k, v of a [B·T, 3H] region: its column blocks when the projections are one GEMM, else its
+  /// three consecutive [B·T, H] blocks.
+  void split_qkv(const Tensor& region, Tensor& q, Tensor& k, Tensor& v) const {
+    const int64_t N = region.shape[0], H = config_.hidden_size;
+    Tensor* parts[3] = {&q, &k, &v};
+    for (int i = 0; i < 3; ++i)
+      *parts[i] = qkv_ ? region.narrow(1, i * H, H)
+                       : loom::Tensor::contiguous(
+                             static_cast<char*>(region.data) + i * N * H * loom::dtype_size(region.dtype),
+                             region.dtype, {N, H}, region.device);
+  }
+  /// qkv (compute dtype) = x_c·[Wq; Wk; Wv]ᵀ + [bq; bk; bv], through the f32 `tmp_qkv` when 16-bit.
+  void project_qkv(const Tensor& x_c, const Tensor& tmp_qkv, const Tensor& qkv) const {
+    const Tensor out = reduced() ? tmp_qkv : qkv;
+    be().gemm(x_c, false, qkv_.weight_compute, true, out, 1.0f, 0.0f);
+    be().bias_add(out, qkv_.bias);
+    if (reduced()) be().cast(tmp_qkv, qkv);
   }
   float attention_scale() const {
     return 1.0f / std::sqrt(static_cast<float>(config_.hidden_size / config_.num_attention_heads));
@@ -305,11 +351,12 @@ class EncoderLayer final : public BertBlock {
 
   void declare_parameters() override {
     const int64_t H = config_.hidden_size, I = config_.intermediate_size;
+    // Weights, then biases: adjacent in the flat buffers (see the top of this file).
     q_weight_ = params_.weight("attention.self.query.weight", H, H);
-    q_bias_ = params_.bias("attention.self.query.bias", H);
     k_weight_ = params_.weight("attention.self.key.weight", H, H);
-    k_bias_ = params_.bias("attention.self.key.bias", H);
     v_weight_ = params_.weight("attention.self.value.weight", H, H);
+    q_bias_ = params_.bias("attention.self.query.bias", H);
+    k_bias_ = params_.bias("attention.self.key.bias", H);
     v_bias_ = params_.bias("attention.self.value.bias", H);
     out_weight_ = params_.weight("attention.output.dense.weight", H, H);
     out_bias_ = params_.bias("attention.output.dense.bias", H);
@@ -323,7 +370,39 @@ class EncoderLayer final : public BertBlock {
     ln2_beta_ = params_.bias("output.LayerNorm.bias", H);
   }
 
+  void bind_parameters(const loom::ParameterView* views, size_t count) override {
+    BertBlock::bind_parameters(views, count);
+    qkv_ = bind_qkv();
+  }
+
+  /// The [3H, H] weight and [3H] bias views over Wq, Wk, Wv and bq, bk, bv, when each view kind
+  /// (master, gradient, working copy) holds them one after the other.
+  struct QkvViews {
+    Tensor weight_compute, weight_grad, bias, bias_grad;
+    explicit operator bool() const { return weight_compute.defined(); }
+  };
+  QkvViews bind_qkv() const {
+    const int64_t H = config_.hidden_size;
+    const auto follow = [](const Tensor& a, const Tensor& b, const Tensor& c) {
+      const char* end_a = static_cast<const char*>(a.data) + a.nbytes();
+      const char* end_b = static_cast<const char*>(b.data) + b.nbytes();
+      return a.is_contiguous() && b.is_contiguous() && c.is_contiguous() && a.dtype == b.dtype &&
+             b.dtype == c.dtype && b.data == end_a && c.data == end_b;
+    };
+    const loom::ParameterView &q = params_.view(q_weight_), &k = params_.view(k_weight_),
+                              &v = params_.view(v_weight_), &qb = params_.view(q_bias_),
+                              &kb = params_.view(k_bias_), &vb = params_.view(v_bias_);
+    if (!follow(q.compute, k.compute, v.compute) || !follow(q.grad, k.grad, v.grad) ||
+        !follow(qb.master, kb.master, vb.master) || !follow(qb.grad, kb.grad, vb.grad))
+      return {};
+    return {Tensor::contiguous(q.compute.data, q.compute.dtype, {3 * H, H}, q.compute.device),
+            Tensor::contiguous(q.grad.data, q.grad.dtype, {3 * H, H}, q.grad.device),
+            Tensor::contiguous(qb.master.data, qb.master.dtype, {3 * H}, qb.master.device),
+            Tensor::contiguous(qb.grad.data, qb.grad.dtype, {3 * H}, qb.grad.device)};
+  }
+
   Tensor input_;        // forward's input, [N, H]
+  QkvViews qkv_;        // the projections as one GEMM, when the parameters allow it (bind time)
   bool fused_ = false;  // attention through the backend's fused op (decided at setup)
   loom::ResidualLayerNorm* add_norm_ = nullptr;  // the backend's fused add & norm, when offered
   size_t q_weight_ = 0, q_bias_ = 0, k_weight_ = 0, k_bias_ = 0, v_weight_ = 0, v_bias_ = 0, out_weight_ = 0,

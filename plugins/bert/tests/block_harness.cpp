@@ -104,7 +104,8 @@ loom::host::HostBatch SmallBatch::view() const {
 }
 
 BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
-                           const SmallBatch& batch, bool fused_attention, bool named_interfaces)
+                           const SmallBatch& batch, bool fused_attention, bool named_interfaces,
+                           bool flat_parameters)
     : config_(config), compute_(compute), backend_(cpu_backend(1, fused_attention)) {
   const auto* entry = registry().find(LOOM_KIND_BLOCK, component);
   if (entry == nullptr) throw std::runtime_error("block/" + component + " not found");
@@ -112,27 +113,45 @@ BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig
   options.table_name = "model";
   block_ = registry().create<loom::Block>(*entry, options, false);
   const loom::BlockSetup setup{
-      &config_, &backend_, compute, 0, nullptr,
-      named_interfaces ? cpu_backend_component(1, fused_attention).interfaces() : nullptr};
+      &config_, &backend_,
+      compute,  0,
+      nullptr,  named_interfaces ? cpu_backend_component(1, fused_attention).interfaces() : nullptr};
   block().setup(setup);
-  std::vector<loom::ParameterView> views;
+  std::vector<size_t> offsets;  // in the flat buffers
+  size_t total = 0;
   for (size_t i = 0; i < block().parameter_count(); ++i) {
     specs_.push_back(block().parameter(i));
-    const loom::ParameterSpec& s = specs_.back();
-    size_t n = 1;
-    for (int k = 0; k < s.ndim; ++k) n *= static_cast<size_t>(s.shape[k]);
-    master_.emplace_back(backend_, n * 4);
-    grad_.emplace_back(backend_, n * 4);
-    working_.emplace_back(backend_, n * (compute == loom::DType::bf16 ? 2 : 4));
-    loom::ParameterView v;
-    v.master = loom::Tensor::contiguous(master_.back().data(), loom::DType::f32, s.shape, s.ndim);
-    v.grad = loom::Tensor::contiguous(grad_.back().data(), loom::DType::f32, s.shape, s.ndim);
-    v.compute = compute == loom::DType::bf16
-                    ? loom::Tensor::contiguous(working_.back().data(), loom::DType::bf16, s.shape, s.ndim)
-                    : v.master;
-    views.push_back(v);
+    offsets.push_back(total);
+    total = (total + count(i) + 15) / 16 * 16;
   }
-  block().bind_parameters(views.data(), views.size());
+  const size_t unit = compute == loom::DType::bf16 ? 2 : 4;  // bytes of a working-copy element
+  if (flat_parameters) {
+    master_.emplace_back(backend_, total * 4);
+    grad_.emplace_back(backend_, total * 4);
+    working_.emplace_back(backend_, total * unit);
+  }
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const loom::ParameterSpec& s = specs_[i];
+    const size_t n = count(i);
+    if (!flat_parameters) {
+      master_.emplace_back(backend_, n * 4);
+      grad_.emplace_back(backend_, n * 4);
+      working_.emplace_back(backend_, n * unit);
+    }
+    const size_t at = flat_parameters ? offsets[i] : 0;
+    const size_t buffer = flat_parameters ? 0 : i;
+    loom::ParameterView v;
+    v.master = loom::Tensor::contiguous(static_cast<float*>(master_[buffer].data()) + at, loom::DType::f32,
+                                        s.shape, s.ndim);
+    v.grad = loom::Tensor::contiguous(static_cast<float*>(grad_[buffer].data()) + at, loom::DType::f32,
+                                      s.shape, s.ndim);
+    v.compute = compute == loom::DType::bf16
+                    ? loom::Tensor::contiguous(static_cast<char*>(working_[buffer].data()) + at * unit,
+                                               loom::DType::bf16, s.shape, s.ndim)
+                    : v.master;
+    views_.push_back(v);
+  }
+  block().bind_parameters(views_.data(), views_.size());
 
   int64_t masked = 0;
   for (int32_t label : batch.mlm_labels) masked += label >= 0 ? 1 : 0;
@@ -184,9 +203,9 @@ void BlockHarness::sync_compute() {
   if (compute_ != loom::DType::bf16) return;
   for (size_t i = 0; i < specs_.size(); ++i) {
     const loom::Tensor m =
-        loom::Tensor::contiguous(master_[i].data(), loom::DType::f32, {static_cast<int64_t>(count(i))});
+        loom::Tensor::contiguous(views_[i].master.data, loom::DType::f32, {static_cast<int64_t>(count(i))});
     const loom::Tensor w =
-        loom::Tensor::contiguous(working_[i].data(), loom::DType::bf16, {static_cast<int64_t>(count(i))});
+        loom::Tensor::contiguous(views_[i].compute.data, loom::DType::bf16, {static_cast<int64_t>(count(i))});
     backend_.cast(m, w);
   }
 }

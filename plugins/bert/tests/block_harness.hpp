@@ -48,15 +48,19 @@ class BlockHarness {
   /// `fused_attention`: the backend's fused attention op serves the encoder layer.
   /// `named_interfaces` false: the block sees none of the backend's named interfaces (no fused
   /// attention, no ResidualLayerNorm), so it runs the separate ops of loom::Backend only.
+  /// `flat_parameters`: the parameters live in one buffer per kind (master, gradient, working
+  /// copy) at 16-float-aligned offsets in declaration order, as the host lays them out, instead of
+  /// a buffer each.
   BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
-               const SmallBatch& batch, bool fused_attention = false, bool named_interfaces = true);
+               const SmallBatch& batch, bool fused_attention = false, bool named_interfaces = true,
+               bool flat_parameters = false);
 
   loom::Block& block() const { return *block_.get(); }
   size_t parameter_count() const { return specs_.size(); }
   const loom::ParameterSpec& spec(size_t i) const { return specs_[i]; }
   /// Master values of parameter i (host-addressable: backend/cpu).
-  float* values(size_t i) const { return static_cast<float*>(master_[i].data()); }
-  const float* gradient(size_t i) const { return static_cast<const float*>(grad_[i].data()); }
+  float* values(size_t i) const { return static_cast<float*>(views_[i].master.data); }
+  const float* gradient(size_t i) const { return static_cast<const float*>(views_[i].grad.data); }
   size_t count(size_t i) const;
   /// The block's input [B, T, H] (layers and heads), host-addressable.
   float* input() const { return static_cast<float*>(input_.data()); }
@@ -81,6 +85,7 @@ class BlockHarness {
   loom::host::Component<loom::Block> block_;
   std::vector<loom::ParameterSpec> specs_;
   std::vector<loom::Buffer> master_, grad_, working_;
+  std::vector<loom::ParameterView> views_;  // parameter i's views into those buffers
   std::unique_ptr<loom::host::BatchStaging> staging_;
   const loom::BatchView* batch_view_ = nullptr;
   loom::Buffer input_, d_input_, output_, d_output_, saved_, scratch_;

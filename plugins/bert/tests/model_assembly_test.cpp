@@ -1,6 +1,8 @@
 // Model assembly: the [model] recipe table, and the parameter list of a BERT-base pre-training
 // model — names, order, shapes, ties and count — equal to Hugging Face BertForPreTraining's
-// `named_parameters()` (110,106,428 parameters, the tied decoder counted once).
+// `named_parameters()` (110,106,428 parameters, the tied decoder counted once), except that each
+// layer declares the query, key and value weights before their biases (one [3H, H] weight in the
+// flat buffers: encoder_layer.cpp).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -24,7 +26,8 @@ struct Expected {
   Shape shape;
 };
 
-// BertForPreTraining.named_parameters() for a config, in Hugging Face's order.
+// BertForPreTraining.named_parameters() for a config, in Hugging Face's order but for the
+// attention projections' weights, which come before their biases.
 std::vector<Expected> hugging_face_parameters(int64_t V, int64_t H, int64_t I, int64_t L, int64_t P) {
   std::vector<Expected> out = {{"bert.embeddings.word_embeddings.weight", {V, H}},
                                {"bert.embeddings.position_embeddings.weight", {P, H}},
@@ -33,10 +36,10 @@ std::vector<Expected> hugging_face_parameters(int64_t V, int64_t H, int64_t I, i
                                {"bert.embeddings.LayerNorm.bias", {H}}};
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
-    for (const char* qkv : {"query", "key", "value"}) {
+    for (const char* qkv : {"query", "key", "value"})
       out.push_back({p + "attention.self." + qkv + ".weight", {H, H}});
+    for (const char* qkv : {"query", "key", "value"})
       out.push_back({p + "attention.self." + qkv + ".bias", {H}});
-    }
     out.push_back({p + "attention.output.dense.weight", {H, H}});
     out.push_back({p + "attention.output.dense.bias", {H}});
     out.push_back({p + "attention.output.LayerNorm.weight", {H}});
