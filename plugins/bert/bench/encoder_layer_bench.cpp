@@ -1,8 +1,9 @@
 // Throughput of one BERT encoder layer, forward + backward, at BERT-base shapes (H 768, 12 heads,
 // I 3072) on backend/cpu, in f32 and bf16 compute, against the GEMM ceiling measured in the same
 // process (one large linear-layer GEMM, 4096×768 · 768×3072), with the separate ops of
-// loom::Backend only (interfaces:0) and with the backend's named interfaces (interfaces:1: the
-// fused add & norm of ResidualLayerNorm). Results: docs/performance.md.
+// loom::Backend only (layout:0), with the backend's named interfaces (layout:1: the fused add &
+// norm of ResidualLayerNorm), and with those and the parameters in flat buffers as `loom run` lays
+// them out (layout:2: Q, K and V as one GEMM). Results: docs/performance.md.
 //
 //   build/bin/loom_bert_bench [--benchmark_filter=...]      (LOOM_BENCH_THREADS, default 2)
 //
@@ -97,29 +98,53 @@ void BM_EncoderLayerForwardBackward(benchmark::State& state) {
   options.table_name = "model";
   Component<loom::Block> layer =
       registry().create<loom::Block>(*registry().find(LOOM_KIND_BLOCK, "bert.encoder-layer"), options, false);
-  // Argument 3: 1 lets the layer use the backend's named interfaces (ResidualLayerNorm; fused
-  // attention stays off, the backend's default), 0 the separate ops of loom::Backend only.
+  // Argument 3 (layout): 0 the separate ops of loom::Backend only, a buffer per parameter; 1 the
+  // backend's named interfaces too (ResidualLayerNorm; fused attention stays off, the backend's
+  // default); 2 as 1 with the parameters in flat buffers, as `loom run` has them (Q, K and V
+  // projected by one GEMM).
   const bool named_interfaces = state.range(3) != 0;
   layer.get()->setup(loom::BlockSetup{&config, &backend(), dtype, 1, nullptr,
                                       named_interfaces ? backend_component().interfaces() : nullptr});
 
   std::mt19937 rng(2);
-  std::vector<loom::Buffer> buffers;
-  std::vector<loom::ParameterView> views;
+  // Parameter storage: a buffer per parameter and view, or (flat) one buffer per view kind with
+  // the parameters at 16-float-aligned offsets in declaration order, as `loom run` lays them out.
+  const bool flat = state.range(3) == 2;
+  std::vector<size_t> offsets;
+  size_t total = 0;
   for (size_t i = 0; i < layer.get()->parameter_count(); ++i) {
     const loom::ParameterSpec s = layer.get()->parameter(i);
     size_t n = 1;
     for (int k = 0; k < s.ndim; ++k) n *= static_cast<size_t>(s.shape[k]);
-    buffers.push_back(random_buffer(n, 0.02f, rng));
-    buffers.emplace_back(backend(), n * 4);
-    buffers.emplace_back(backend(), n * 2);
+    offsets.push_back(flat ? total : 0);
+    total = (total + n + 15) / 16 * 16;
+  }
+  std::vector<loom::Buffer> buffers;
+  std::vector<loom::ParameterView> views;
+  if (flat) {
+    buffers.push_back(random_buffer(total, 0.02f, rng));
+    buffers.emplace_back(backend(), total * 4);
+    buffers.emplace_back(backend(), total * 2);
+  }
+  for (size_t i = 0; i < layer.get()->parameter_count(); ++i) {
+    const loom::ParameterSpec s = layer.get()->parameter(i);
+    size_t n = 1;
+    for (int k = 0; k < s.ndim; ++k) n *= static_cast<size_t>(s.shape[k]);
+    if (!flat) {
+      buffers.push_back(random_buffer(n, 0.02f, rng));
+      buffers.emplace_back(backend(), n * 4);
+      buffers.emplace_back(backend(), n * 2);
+    }
+    const size_t first = buffers.size() - 3;
     loom::ParameterView v;
-    v.master =
-        loom::Tensor::contiguous(buffers[buffers.size() - 3].data(), loom::DType::f32, s.shape, s.ndim);
-    v.grad = loom::Tensor::contiguous(buffers[buffers.size() - 2].data(), loom::DType::f32, s.shape, s.ndim);
+    v.master = loom::Tensor::contiguous(static_cast<float*>(buffers[first].data()) + offsets[i], loom::DType::f32,
+                                        s.shape, s.ndim);
+    v.grad = loom::Tensor::contiguous(static_cast<float*>(buffers[first + 1].data()) + offsets[i],
+                                      loom::DType::f32, s.shape, s.ndim);
     v.compute = v.master;
     if (dtype == loom::DType::bf16) {
-      v.compute = loom::Tensor::contiguous(buffers.back().data(), loom::DType::bf16, s.shape, s.ndim);
+      v.compute = loom::Tensor::contiguous(static_cast<char*>(buffers[first + 2].data()) + 2 * offsets[i],
+                                           loom::DType::bf16, s.shape, s.ndim);
       backend().cast(v.master, v.compute);
     }
     views.push_back(v);
@@ -163,15 +188,19 @@ void BM_EncoderLayerForwardBackward(benchmark::State& state) {
 // Process CPU time: on a shared machine the rate per CPU-second is what carries over.
 BENCHMARK(BM_GemmCeiling)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_EncoderLayerForwardBackward)
-    ->ArgNames({"batch", "seq", "bf16", "interfaces"})
+    ->ArgNames({"batch", "seq", "bf16", "layout"})
     ->Args({8, 128, 0, 0})
     ->Args({8, 128, 0, 1})
+    ->Args({8, 128, 0, 2})
     ->Args({8, 128, 1, 0})
     ->Args({8, 128, 1, 1})
+    ->Args({8, 128, 1, 2})
     ->Args({32, 128, 0, 0})
     ->Args({32, 128, 0, 1})
+    ->Args({32, 128, 0, 2})
     ->Args({32, 128, 1, 0})
     ->Args({32, 128, 1, 1})
+    ->Args({32, 128, 1, 2})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime()
     ->MinTime(2.0);
