@@ -1,6 +1,10 @@
 // BlockHarness; see block_harness.hpp.
 #include "block_harness.hpp"
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -250,6 +254,24 @@ double BlockHarness::gradients(bool training) {
 std::vector<float> BlockHarness::output() const {
   const float* y = static_cast<const float*>(output_.data());
   return std::vector<float>(y, y + input_count());
+}
+
+double max_relative_difference(const float* a, const float* b, size_t n) {
+  double worst = 0, scale = 1e-30;
+  for (size_t e = 0; e < n; ++e) scale = std::max(scale, std::fabs(static_cast<double>(b[e])));
+  for (size_t e = 0; e < n; ++e) worst = std::max(worst, std::fabs(static_cast<double>(a[e]) - b[e]) / scale);
+  return worst;
+}
+
+void expect_same_results(const BlockHarness& a, const BlockHarness& b, double bound) {
+  const std::vector<float> ya = a.output(), yb = b.output();
+  EXPECT_LT(max_relative_difference(ya.data(), yb.data(), ya.size()), bound) << "output";
+  for (size_t i = 0; i < a.parameter_count(); ++i) {
+    if (std::string(a.spec(i).name).find("key.bias") != std::string::npos) continue;
+    EXPECT_LT(max_relative_difference(a.gradient(i), b.gradient(i), a.count(i)), bound) << a.spec(i).name;
+  }
+  EXPECT_LT(max_relative_difference(a.input_gradient(), b.input_gradient(), a.input_count()), bound)
+      << "input gradient";
 }
 
 }  // namespace loom_bert_test

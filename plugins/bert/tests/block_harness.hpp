@@ -92,4 +92,13 @@ class BlockHarness {
   std::vector<float> weights_;  // R
 };
 
+/// Worst |a − b| over n elements, relative to the largest |b|.
+double max_relative_difference(const float* a, const float* b, size_t n);
+
+/// Expects `a` and `b` (the same block, configuration and data, after gradients()) to agree within
+/// `bound` (max_relative_difference) in output, every parameter gradient and the input gradient.
+/// The key bias's gradient is skipped: it is zero in exact arithmetic (softmax ignores a shift), so
+/// both sides hold rounding noise only.
+void expect_same_results(const BlockHarness& a, const BlockHarness& b, double bound);
+
 }  // namespace loom_bert_test
