@@ -10,43 +10,66 @@ namespace {
 
 using loom::DType;
 
-class NormalizationTest : public CudaOpTest {};
+/// (rtol, atol) of one compared output.
+struct Bound {
+  double rtol, atol;
+};
+/// How closely each output of a LayerNorm comparison must agree.
+struct LayerNormBounds {
+  Bound y, mean, rstd, dx, dgamma, dbeta;
+};
+
+class NormalizationTest : public CudaOpTest {
+ protected:
+  /// layernorm_forward, then layernorm_backward once per `accumulate` value, on random data of
+  /// rows × cols (x in `dtype`) on both backends; every output compared within `bounds`.
+  void compare_layernorm(int64_t rows, int64_t cols, DType dtype, std::initializer_list<bool> accumulate,
+                         const LayerNormBounds& bounds, const std::string& what) {
+    HostTensor x = HostTensor::of(random_floats(rows * cols, 1, -2.0f, 3.0f), dtype, {rows, cols});
+    HostTensor gamma = HostTensor::of(random_floats(cols, 2, 0.5f, 1.5f), DType::f32, {cols});
+    HostTensor beta = HostTensor::of(random_floats(cols, 3), DType::f32, {cols});
+    HostTensor y = HostTensor::zeros(dtype, {rows, cols});
+    HostTensor mean = HostTensor::zeros(DType::f32, {rows}), rstd = HostTensor::zeros(DType::f32, {rows});
+    DeviceTensor x_g = upload(x), gamma_g = upload(gamma), beta_g = upload(beta), y_g = upload(y),
+                 mean_g = upload(mean), rstd_g = upload(rstd);
+    cpu.layernorm_forward(x.view(), gamma.view(), beta.view(), 1e-5f, y.view(), mean.view(), rstd.view());
+    gpu->layernorm_forward(x_g.view(), gamma_g.view(), beta_g.view(), 1e-5f, y_g.view(), mean_g.view(),
+                           rstd_g.view());
+    expect_close(y_g.download(*gpu).floats(), y.floats(), bounds.y.rtol, bounds.y.atol, what + " y");
+    expect_close(mean_g.download(*gpu).floats(), mean.floats(), bounds.mean.rtol, bounds.mean.atol,
+                 what + " mean");
+    expect_close(rstd_g.download(*gpu).floats(), rstd.floats(), bounds.rstd.rtol, bounds.rstd.atol,
+                 what + " rstd");
+    for (bool accumulate_dx : accumulate) {
+      HostTensor dy = HostTensor::of(random_floats(rows * cols, 4), DType::f32, {rows, cols});
+      HostTensor dx = HostTensor::of(random_floats(rows * cols, 5), DType::f32, {rows, cols});
+      HostTensor dgamma = HostTensor::of(random_floats(cols, 6), DType::f32, {cols});
+      HostTensor dbeta = HostTensor::of(random_floats(cols, 7), DType::f32, {cols});
+      DeviceTensor dy_g = upload(dy), dx_g = upload(dx), dgamma_g = upload(dgamma), dbeta_g = upload(dbeta);
+      cpu.layernorm_backward(dy.view(), x.view(), gamma.view(), mean.view(), rstd.view(), dx.view(),
+                             dgamma.view(), dbeta.view(), accumulate_dx);
+      gpu->layernorm_backward(dy_g.view(), x_g.view(), gamma_g.view(), mean_g.view(), rstd_g.view(),
+                              dx_g.view(), dgamma_g.view(), dbeta_g.view(), accumulate_dx);
+      expect_close(dx_g.download(*gpu).floats(), dx.floats(), bounds.dx.rtol, bounds.dx.atol, what + " dx");
+      expect_close(dgamma_g.download(*gpu).floats(), dgamma.floats(), bounds.dgamma.rtol, bounds.dgamma.atol,
+                   what + " dgamma");
+      expect_close(dbeta_g.download(*gpu).floats(), dbeta.floats(), bounds.dbeta.rtol, bounds.dbeta.atol,
+                   what + " dbeta");
+    }
+  }
+};
 
 TEST_F(NormalizationTest, LayerNormForwardAndBackward) {
   for (DType dtype : {DType::f32, DType::bf16, DType::f16})
     for (int64_t cols : {int64_t{37}, int64_t{771}}) {
-      const int64_t rows = 131;
-      const std::string what =
-          std::string("layernorm ") + loom::dtype_name(dtype) + " C=" + std::to_string(cols);
-      HostTensor x = HostTensor::of(random_floats(rows * cols, 1, -2.0f, 3.0f), dtype, {rows, cols});
-      HostTensor gamma = HostTensor::of(random_floats(cols, 2, 0.5f, 1.5f), DType::f32, {cols});
-      HostTensor beta = HostTensor::of(random_floats(cols, 3), DType::f32, {cols});
-      HostTensor y = HostTensor::zeros(dtype, {rows, cols});
-      HostTensor mean = HostTensor::zeros(DType::f32, {rows}), rstd = HostTensor::zeros(DType::f32, {rows});
-      DeviceTensor x_g = upload(x), gamma_g = upload(gamma), beta_g = upload(beta), y_g = upload(y),
-                   mean_g = upload(mean), rstd_g = upload(rstd);
-      cpu.layernorm_forward(x.view(), gamma.view(), beta.view(), 1e-5f, y.view(), mean.view(), rstd.view());
-      gpu->layernorm_forward(x_g.view(), gamma_g.view(), beta_g.view(), 1e-5f, y_g.view(), mean_g.view(),
-                             rstd_g.view());
-      expect_close(y_g.download(*gpu).floats(), y.floats(), rtol_for(dtype), 1e-4 + atol_for(dtype),
-                   what + " y");
-      expect_close(mean_g.download(*gpu).floats(), mean.floats(), 1e-5, 1e-5, what + " mean");
-      expect_close(rstd_g.download(*gpu).floats(), rstd.floats(), 1e-4, 1e-5, what + " rstd");
-
-      for (bool accumulate : {false, true}) {
-        HostTensor dy = HostTensor::of(random_floats(rows * cols, 4), DType::f32, {rows, cols});
-        HostTensor dx = HostTensor::of(random_floats(rows * cols, 5), DType::f32, {rows, cols});
-        HostTensor dgamma = HostTensor::of(random_floats(cols, 6), DType::f32, {cols});
-        HostTensor dbeta = HostTensor::of(random_floats(cols, 7), DType::f32, {cols});
-        DeviceTensor dy_g = upload(dy), dx_g = upload(dx), dgamma_g = upload(dgamma), dbeta_g = upload(dbeta);
-        cpu.layernorm_backward(dy.view(), x.view(), gamma.view(), mean.view(), rstd.view(), dx.view(),
-                               dgamma.view(), dbeta.view(), accumulate);
-        gpu->layernorm_backward(dy_g.view(), x_g.view(), gamma_g.view(), mean_g.view(), rstd_g.view(),
-                                dx_g.view(), dgamma_g.view(), dbeta_g.view(), accumulate);
-        expect_close(dx_g.download(*gpu).floats(), dx.floats(), 1e-4, 1e-4, what + " dx");
-        expect_close(dgamma_g.download(*gpu).floats(), dgamma.floats(), 1e-4, 1e-3, what + " dgamma");
-        expect_close(dbeta_g.download(*gpu).floats(), dbeta.floats(), 1e-4, 1e-3, what + " dbeta");
-      }
+      const LayerNormBounds bounds{{rtol_for(dtype), 1e-4 + atol_for(dtype)},
+                                   {1e-5, 1e-5},
+                                   {1e-4, 1e-5},
+                                   {1e-4, 1e-4},
+                                   {1e-4, 1e-3},
+                                   {1e-4, 1e-3}};
+      compare_layernorm(131, cols, dtype, {false, true}, bounds,
+                        std::string("layernorm ") + loom::dtype_name(dtype) + " C=" + std::to_string(cols));
     }
 }
 
@@ -61,36 +84,16 @@ TEST_F(NormalizationTest, LayerNormAtProductionSize) {
   // order on the CPU (measured up to 3e-3 off f64 for these inputs, columns up to ~450) and in
   // tiles on the GPU: residual_layernorm_test's rtol 1e-5, atol 1e-5 + 2e-7·rows (6.6e-3).
   const int64_t rows = 32768, cols = 1024;
+  const double column_atol = 1e-5 + 2e-7 * rows;
   for (DType dtype : {DType::f32, DType::bf16}) {
-    const std::string what = std::string("layernorm 32768 × 1024 ") + loom::dtype_name(dtype);
-    HostTensor x = HostTensor::of(random_floats(rows * cols, 1, -2.0f, 3.0f), dtype, {rows, cols});
-    HostTensor gamma = HostTensor::of(random_floats(cols, 2, 0.5f, 1.5f), DType::f32, {cols});
-    HostTensor beta = HostTensor::of(random_floats(cols, 3), DType::f32, {cols});
-    HostTensor y = HostTensor::zeros(dtype, {rows, cols});
-    HostTensor mean = HostTensor::zeros(DType::f32, {rows}), rstd = HostTensor::zeros(DType::f32, {rows});
-    DeviceTensor x_g = upload(x), gamma_g = upload(gamma), beta_g = upload(beta), y_g = upload(y),
-                 mean_g = upload(mean), rstd_g = upload(rstd);
-    cpu.layernorm_forward(x.view(), gamma.view(), beta.view(), 1e-5f, y.view(), mean.view(), rstd.view());
-    gpu->layernorm_forward(x_g.view(), gamma_g.view(), beta_g.view(), 1e-5f, y_g.view(), mean_g.view(),
-                           rstd_g.view());
-    expect_close(y_g.download(*gpu).floats(), y.floats(), dtype == DType::f32 ? 1e-5 : std::ldexp(1.0, -7),
-                 1e-5, what + " y");
-    expect_close(mean_g.download(*gpu).floats(), mean.floats(), 1e-5, 1e-6, what + " mean");
-    expect_close(rstd_g.download(*gpu).floats(), rstd.floats(), 1e-5, 0, what + " rstd");
-
-    HostTensor dy = HostTensor::of(random_floats(rows * cols, 4), DType::f32, {rows, cols});
-    HostTensor dx = HostTensor::zeros(DType::f32, {rows, cols});
-    HostTensor dgamma = HostTensor::of(random_floats(cols, 6), DType::f32, {cols});
-    HostTensor dbeta = HostTensor::of(random_floats(cols, 7), DType::f32, {cols});
-    DeviceTensor dy_g = upload(dy), dx_g = upload(dx), dgamma_g = upload(dgamma), dbeta_g = upload(dbeta);
-    cpu.layernorm_backward(dy.view(), x.view(), gamma.view(), mean.view(), rstd.view(), dx.view(),
-                           dgamma.view(), dbeta.view(), false);
-    gpu->layernorm_backward(dy_g.view(), x_g.view(), gamma_g.view(), mean_g.view(), rstd_g.view(),
-                            dx_g.view(), dgamma_g.view(), dbeta_g.view(), false);
-    expect_close(dx_g.download(*gpu).floats(), dx.floats(), 1e-5, 1e-5, what + " dx");
-    const double column_atol = 1e-5 + 2e-7 * rows;
-    expect_close(dgamma_g.download(*gpu).floats(), dgamma.floats(), 1e-5, column_atol, what + " dgamma");
-    expect_close(dbeta_g.download(*gpu).floats(), dbeta.floats(), 1e-5, column_atol, what + " dbeta");
+    const LayerNormBounds bounds{{dtype == DType::f32 ? 1e-5 : std::ldexp(1.0, -7), 1e-5},
+                                 {1e-5, 1e-6},
+                                 {1e-5, 0},
+                                 {1e-5, 1e-5},
+                                 {1e-5, column_atol},
+                                 {1e-5, column_atol}};
+    compare_layernorm(rows, cols, dtype, {false}, bounds,
+                      std::string("layernorm 32768 × 1024 ") + loom::dtype_name(dtype));
   }
 }
 
