@@ -57,6 +57,15 @@ inline AdamBlockConstants block_constants(const loom::AdamConstants& c, float gr
           c.bias_correction2, c.eps,   weight_decay};
 }
 
+/// One element's new moments (m, v) from its raw gradient g and its moments before the step.
+struct Moments {
+  float m, v;
+};
+inline Moments new_moments(float g, float m, float v, const AdamBlockConstants& c) {
+  const float gk = g * c.grad_mul;
+  return {c.beta1 * m + c.one_minus_beta1 * gk, c.beta2 * v + c.one_minus_beta2 * gk * gk};
+}
+
 /// u of one element from its new moments.
 inline float update_direction(float m, float v, float w, const AdamBlockConstants& c) {
   return (m / c.bias_correction1) / (std::sqrt(v / c.bias_correction2) + c.eps) + c.weight_decay * w;
@@ -77,9 +86,7 @@ template <bool kSumGradients>
       const double raw = g[k];
       grad_squares.lane[lane] += raw * raw;
     }
-    const float gk = g[k] * c.grad_mul;
-    const float mk = c.beta1 * m[k] + c.one_minus_beta1 * gk;
-    const float vk = c.beta2 * v[k] + c.one_minus_beta2 * gk * gk;
+    const auto [mk, vk] = new_moments(g[k], m[k], v[k], c);
     m[k] = mk;
     v[k] = vk;
     w[k] -= lr * update_direction(mk, vk, w[k], c);
@@ -132,9 +139,7 @@ struct LambScratch {
                                                  double& update_sum) {
   LaneSums weights, updates;
   auto element = [&](size_t k, size_t lane) {
-    const float gk = g[k] * c.grad_mul;
-    const float mk = c.beta1 * m[k] + c.one_minus_beta1 * gk;
-    const float vk = c.beta2 * v[k] + c.one_minus_beta2 * gk * gk;
+    const auto [mk, vk] = new_moments(g[k], m[k], v[k], c);
     m[k] = mk;
     v[k] = vk;
     const double u = update_direction(mk, vk, w[k], c);
@@ -156,9 +161,7 @@ struct LambScratch {
                                                              size_t n, const AdamBlockConstants& c,
                                                              float lr) {
   for (size_t k = 0; k < n; ++k) {
-    const float gk = g[k] * c.grad_mul;
-    const float mk = c.beta1 * m[k] + c.one_minus_beta1 * gk;
-    const float vk = c.beta2 * v[k] + c.one_minus_beta2 * gk * gk;
+    const auto [mk, vk] = new_moments(g[k], m[k], v[k], c);
     m[k] = mk;
     v[k] = vk;
     w[k] -= lr * update_direction(mk, vk, w[k], c);
