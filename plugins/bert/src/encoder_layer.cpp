@@ -200,24 +200,25 @@ class EncoderLayer final : public BertBlock {
   }
 
   /// sum = dropout(y + bias) + residual, out = LayerNorm(sum) at dropout `site` (y is overwritten
-  /// on the separate-ops path). Returns out as a GEMM operand: itself in f32 compute, else its
-  /// 16-bit copy in out_c.
+  /// on the separate-ops path), and out's 16-bit copy in out_c when out_c is given (16-bit
+  /// compute; take_compute_copy leaves it absent in f32). Returns out as a GEMM operand: out_c when
+  /// given, else out.
   Tensor add_norm_forward(const loom::StepArgs& step, uint64_t site, const Tensor& y, size_t bias,
                           const Tensor& residual, size_t gamma, size_t beta, const Tensor& sum,
                           const Tensor& out, const Tensor& out_c, const Tensor& mean,
                           const Tensor& rstd) const {
-    const Tensor out_compute = reduced() ? out_c : Tensor{};
     if (add_norm_ != nullptr) {
       add_norm_->residual_layernorm_forward(
           y, master(bias), residual, hidden_dropout(step), dropout_key(step), site << kDropoutSiteShift,
-          master(gamma), master(beta), config_.layer_norm_eps, sum, out, out_compute, mean, rstd);
-      return reduced() && out_c.defined() ? out_c : out;
+          master(gamma), master(beta), config_.layer_norm_eps, sum, out, out_c, mean, rstd);
+    } else {
+      be().bias_add(y, master(bias));
+      dropout_forward(step, y, y, config_.hidden_dropout_prob, site);
+      be().add(y, residual, sum);
+      be().layernorm_forward(sum, master(gamma), master(beta), config_.layer_norm_eps, out, mean, rstd);
+      if (out_c.defined()) be().cast(out, out_c);
     }
-    be().bias_add(y, master(bias));
-    dropout_forward(step, y, y, config_.hidden_dropout_prob, site);
-    be().add(y, residual, sum);
-    be().layernorm_forward(sum, master(gamma), master(beta), config_.layer_norm_eps, out, mean, rstd);
-    return out_c.defined() ? to_compute(out, out_c) : out;
+    return out_c.defined() ? out_c : out;
   }
   /// Gradients of add_norm_forward from d_out: d_sum (the residual's), d_branch (y's; may not alias
   /// d_out), and γ, β and bias gradients accumulated.
