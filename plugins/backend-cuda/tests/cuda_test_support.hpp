@@ -141,6 +141,15 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
   return v;
 }
 
+/// `n` ids uniform in [0, vocab), reproducible for a given seed.
+inline std::vector<int64_t> random_ids(size_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::uniform_int_distribution<int64_t> dist(0, vocab - 1);
+  std::vector<int64_t> ids(n);
+  for (auto& id : ids) id = dist(engine);
+  return ids;
+}
+
 /// Expects |actual − expected| ≤ atol + rtol·|expected| everywhere; reports the worst element.
 inline void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, double rtol,
                          double atol, const std::string& what) {

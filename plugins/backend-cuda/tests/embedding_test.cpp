@@ -9,14 +9,6 @@ using loom::DType;
 
 class EmbeddingTest : public CudaOpTest {};
 
-std::vector<int64_t> random_ids(size_t n, int64_t vocab, uint32_t seed) {
-  std::mt19937 engine(seed);
-  std::uniform_int_distribution<int64_t> dist(0, vocab - 1);
-  std::vector<int64_t> ids(n);
-  for (auto& id : ids) id = dist(engine);
-  return ids;
-}
-
 TEST_F(EmbeddingTest, GatherOverwriteAndAccumulate) {
   const int64_t vocab = 1000, cols = 771, n = 131;
   HostTensor table = HostTensor::of(random_floats(vocab * cols, 1), DType::f32, {vocab, cols});

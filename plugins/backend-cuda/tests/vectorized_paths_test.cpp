@@ -88,14 +88,6 @@ void expect_same_bits(const HostTensor& actual, const HostTensor& expected, cons
   expect_same_bits(actual, 0, expected, 0, actual.numel(), what);
 }
 
-std::vector<int64_t> random_ids(size_t n, int64_t vocab, uint32_t seed) {
-  std::mt19937 engine(seed);
-  std::uniform_int_distribution<int64_t> dist(0, vocab - 1);
-  std::vector<int64_t> ids(n);
-  for (auto& id : ids) id = dist(engine);
-  return ids;
-}
-
 std::string gelu_name(loom::Gelu variant) {
   return variant == loom::Gelu::erf ? "erf" : "tanh";
 }
