@@ -8,6 +8,7 @@
 #include "loom/sdk/philox.hpp"
 #include "loom_backend/argument_checks.hpp"
 #include "loom_backend/attention_contract.hpp"
+#include "attention_shape.hpp"
 #include "float_storage.cuh"
 #include "philox_device.cuh"
 
@@ -44,16 +45,6 @@ __device__ __forceinline__ void stage_rows(float* tile, int pitch, HeadView<cons
     tile[r * pitch + c] = first + r < seq ? load(view.row(b, h, first + r), c) : 0.0f;
   }
 }
-
-/// The shape and the scalar parameters every attention kernel takes.
-struct AttentionShape {
-  int64_t batch, heads, seq, head_dim;
-  float scale;
-  bool dropout;
-  uint32_t threshold;  // dropout_threshold(p)
-  float inv_keep;      // 1 / (1 − p)
-  uint64_t seed, offset;
-};
 
 /// Whether dropout keeps probability element (bh, i, j): the element index of a contiguous
 /// [B, H, T, T] tensor, ((b·H + h)·T + i)·T + j, as loom/sdk/ops/fused_attention.hpp prescribes.

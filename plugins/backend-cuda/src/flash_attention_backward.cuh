@@ -1,0 +1,279 @@
+// Fused attention backward on Tensor Cores, for 16-bit storage and head dimension 64 or 128.
+//
+// With P = softmax(S) recomputed from q, k and the forward's lse, P̃ = P ⊙ keep/(1 − p):
+//   dP̃ = dO·Vᵀ,  dS = P ⊙ (keep/(1 − p)·dP̃ − δ)  (δ_i = Σ_c dO[i,c]·ctx[i,c], a separate pass),
+//   dV = P̃ᵀ·dO,  dK = scale·dSᵀ·Q,  dQ = scale·dS·K.
+// Two kernels, each output element summed by one thread in a fixed order (deterministic, no
+// atomics; dQ is recomputed rather than accumulated across blocks):
+//   KeyGrads   a block of 4 warps owns 64 keys (16 per warp, K and V staged once) and walks the
+//              queries in tiles (64 for d = 64, 32 for d = 128, so the accumulators fit in
+//              registers), Q and dO tiles double-buffered with cp.async. Per tile a warp computes
+//              Sᵀ = K·Qᵀ and dP̃ᵀ = V·dOᵀ (16 keys × tile), turns them into P̃ᵀ and dSᵀ in
+//              registers, and adds P̃ᵀ·dO to dV and dSᵀ·Q to dK.
+//   QueryGrads a block owns 64 queries (16 per warp) and walks the keys in tiles (64 / 32): S = Q·Kᵀ,
+//              dP̃ = dO·Vᵀ, dS, and dQ += dS·K.
+// P̃ and dS are rounded to the storage type for their mma (as in FlashAttention), and so is dO
+// when it comes in f32; everything else is f32. Bounds in the tests.
+#pragma once
+
+#include "flash_tiles.cuh"
+
+namespace loom_cuda::flash {
+
+/// G: the incoming gradient's storage (f32 or S).
+template <typename S, typename G>
+struct BackwardArgs {
+  HeadRows<const S> q, k, v;
+  HeadRows<const G> d_ctx;
+  const float* lse;    // [B, H, T], the forward's
+  const float* delta;  // [B, H, T], Σ_c d_ctx·ctx
+  const float* mask;   // [B, T] additive, or null
+  HeadRows<float> dq, dk, dv;
+  AttentionShape shape;
+};
+
+/// P_ij from its scaled, masked score and the row's lse (uniform 1/T for rows whose keys are all
+/// masked), and what dropout makes of it and of dP̃_ij: (P̃_ij, dS_ij).
+struct ProbabilityGradient {
+  float dropped, score_gradient;
+};
+LOOM_LANE_FN ProbabilityGradient probability_gradient(const AttentionShape& shape, float score, float lse,
+                                                      float delta, float dp_dropped, int64_t bh, int64_t i,
+                                                      int64_t j) {
+  const float p = all_keys_masked(lse) ? 1.0f / static_cast<float>(shape.seq) : lane::fast_exp(score - lse);
+  const bool keep = !shape.dropout || keeps(shape, bh, i, j);
+  const float dp = keep ? dp_dropped * shape.inv_keep : 0.0f;
+  return ProbabilityGradient{keep ? p * shape.inv_keep : 0.0f, p * (dp - delta)};
+}
+
+template <typename S, typename G, int kD>
+struct KeyGrads {
+  static_assert(kD == 64 || kD == 128, "head dimension 64 or 128");
+  static constexpr int kWarps = 4, kThreads = 32 * kWarps;
+  static constexpr int kKeys = 16 * kWarps;              // keys per block
+  static constexpr int kQueries = kD == 64 ? 64 : 32;    // queries per tile
+  static constexpr int kSharedBytes =
+      static_cast<int>(sizeof(S)) * (2 * kKeys + 4 * kQueries) * kD + static_cast<int>(sizeof(float)) * 4 * kQueries;
+
+  LOOM_LANE_FN static void stage_queries(const BackwardArgs<S, G>& a, unsigned char* shared, int buffer,
+                                         int64_t b, int64_t h, int64_t bh, int64_t first, int thread) {
+    const int64_t T = a.shape.seq;
+    S* q_tile = reinterpret_cast<S*>(shared) + (2 * kKeys + buffer * kQueries) * kD;
+    S* g_tile = reinterpret_cast<S*>(shared) + (2 * kKeys + (2 + buffer) * kQueries) * kD;
+    float* rows = reinterpret_cast<float*>(reinterpret_cast<S*>(shared) + (2 * kKeys + 4 * kQueries) * kD);
+    stage_tile<S, kD, kQueries, kThreads>(q_tile, a.q, b, h, first, T, thread);
+    stage_tile<S, kD, kQueries, kThreads>(g_tile, a.d_ctx, b, h, first, T, thread);
+    for (int r = thread; r < kQueries; r += kThreads) {
+      const bool inside = first + r < T;
+      rows[buffer * 2 * kQueries + r] = inside ? a.lse[bh * T + first + r] : 0.0f;
+      rows[buffer * 2 * kQueries + kQueries + r] = inside ? a.delta[bh * T + first + r] : 0.0f;
+    }
+  }
+
+  /// One thread of block (block_x, bh): keys [64·block_x, 64·block_x + 64) of head bh.
+  LOOM_LANE_FN static void run(const BackwardArgs<S, G>& a, unsigned char* shared, int block_x, int64_t bh,
+                               int thread) {
+    S* k_tile = reinterpret_cast<S*>(shared);  // [64][kD]
+    S* v_tile = k_tile + kKeys * kD;           // [64][kD]
+    const AttentionShape& shape = a.shape;
+    const int64_t T = shape.seq, b = bh / shape.heads, h = bh % shape.heads;
+    const int64_t j0 = static_cast<int64_t>(block_x) * kKeys;
+    const int lane_index = thread & 31, warp = thread >> 5;
+    const int query_tiles = static_cast<int>((T + kQueries - 1) / kQueries);
+
+    stage_tile<S, kD, kKeys, kThreads>(k_tile, a.k, b, h, j0, T, thread);
+    stage_tile<S, kD, kKeys, kThreads>(v_tile, a.v, b, h, j0, T, thread);
+    stage_queries(a, shared, 0, b, h, bh, 0, thread);
+    lane::cp_async_commit();
+
+    float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+    int64_t key[2];
+    float key_bias[2];
+    for (int rr = 0; rr < 2; ++rr) {
+      key[rr] = j0 + 16 * warp + fragment_row(lane_index, 2 * rr);
+      key_bias[rr] = a.mask != nullptr && key[rr] < T ? a.mask[b * T + key[rr]] : 0.0f;
+    }
+
+    for (int n = 0; n < query_tiles; ++n) {
+      const int buffer = n & 1;
+      if (n + 1 < query_tiles) {
+        lane::block_sync();  // the buffer tile n + 1 goes into was last read at n − 1
+        stage_queries(a, shared, buffer ^ 1, b, h, bh, static_cast<int64_t>(n + 1) * kQueries, thread);
+        lane::cp_async_commit();
+        lane::cp_async_wait<1>();
+      } else {
+        lane::cp_async_wait<0>();
+      }
+      lane::block_sync();
+      const S* q_tile = k_tile + (2 * kKeys + buffer * kQueries) * kD;
+      const S* g_tile = k_tile + (2 * kKeys + (2 + buffer) * kQueries) * kD;
+      const float* lse_tile =
+          reinterpret_cast<const float*>(k_tile + (2 * kKeys + 4 * kQueries) * kD) + buffer * 2 * kQueries;
+      const float* delta_tile = lse_tile + kQueries;
+
+      // Sᵀ = K·Qᵀ and dP̃ᵀ = V·dOᵀ for this warp's 16 keys (rows) × the tile's queries (columns).
+      float st[kQueries / 8][4] = {}, dpt[kQueries / 8][4] = {};
+      for (int ks = 0; ks < kD / 16; ++ks) {
+        uint32_t k_frag[4], v_frag[4];
+        load_a<S, kD>(k_frag, k_tile, 16 * warp, ks, lane_index);
+        load_a<S, kD>(v_frag, v_tile, 16 * warp, ks, lane_index);
+        for (int np = 0; np < kQueries / 16; ++np) {
+          uint32_t qb[2][2], gb[2][2];
+          load_b_pair_rows_n<S, kD>(qb, q_tile, 16 * np, ks, lane_index);
+          load_b_pair_rows_n<S, kD>(gb, g_tile, 16 * np, ks, lane_index);
+          mma<S>(st[2 * np], k_frag, qb[0]);
+          mma<S>(st[2 * np + 1], k_frag, qb[1]);
+          mma<S>(dpt[2 * np], v_frag, gb[0]);
+          mma<S>(dpt[2 * np + 1], v_frag, gb[1]);
+        }
+      }
+      const int64_t i0 = static_cast<int64_t>(n) * kQueries;
+      for (int nt = 0; nt < kQueries / 8; ++nt)
+        for (int r = 0; r < 4; ++r) {
+          const int c = 8 * nt + fragment_col(lane_index, r);
+          const int64_t i = i0 + c, j = key[r >> 1];
+          if (i >= T || j >= T) {  // no such probability: contributes nothing
+            st[nt][r] = dpt[nt][r] = 0.0f;
+            continue;
+          }
+          const ProbabilityGradient pg = probability_gradient(
+              shape, st[nt][r] * shape.scale + key_bias[r >> 1], lse_tile[c], delta_tile[c], dpt[nt][r], bh, i, j);
+          st[nt][r] = pg.dropped;
+          dpt[nt][r] = pg.score_gradient;
+        }
+
+      // dV += P̃ᵀ·dO, dK += dSᵀ·Q (the queries are the reduction dimension).
+      for (int kk = 0; kk < kQueries / 16; ++kk) {
+        uint32_t p_frag[4], ds_frag[4];
+        accumulators_to_a<S>(p_frag, st[2 * kk], st[2 * kk + 1]);
+        accumulators_to_a<S>(ds_frag, dpt[2 * kk], dpt[2 * kk + 1]);
+        for (int dp = 0; dp < kD / 16; ++dp) {
+          uint32_t gb[2][2], qb[2][2];
+          load_b_pair_rows_k<S, kD>(gb, g_tile, 16 * kk, 2 * dp, lane_index);
+          load_b_pair_rows_k<S, kD>(qb, q_tile, 16 * kk, 2 * dp, lane_index);
+          mma<S>(dv[2 * dp], p_frag, gb[0]);
+          mma<S>(dv[2 * dp + 1], p_frag, gb[1]);
+          mma<S>(dk[2 * dp], ds_frag, qb[0]);
+          mma<S>(dk[2 * dp + 1], ds_frag, qb[1]);
+        }
+      }
+    }
+
+    for (int rr = 0; rr < 2; ++rr) {
+      if (key[rr] >= T) continue;
+      float* dk_row = a.dk.row(b, h, key[rr]);
+      float* dv_row = a.dv.row(b, h, key[rr]);
+      for (int dt = 0; dt < kD / 8; ++dt)
+        for (int e = 0; e < 2; ++e) {
+          const int c = 8 * dt + fragment_col(lane_index, e);
+          dk_row[c] = shape.scale * dk[dt][2 * rr + e];
+          dv_row[c] = dv[dt][2 * rr + e];
+        }
+    }
+  }
+};
+
+template <typename S, typename G, int kD>
+struct QueryGrads {
+  static_assert(kD == 64 || kD == 128, "head dimension 64 or 128");
+  static constexpr int kWarps = 4, kThreads = 32 * kWarps;
+  static constexpr int kQueries = 16 * kWarps;  // queries per block
+  static constexpr int kKeys = kD == 64 ? 64 : 32;  // keys per tile
+  static constexpr int kSharedBytes = static_cast<int>(sizeof(S)) * (2 * kQueries + 4 * kKeys) * kD;
+
+  /// One thread of block (block_x, bh): queries [64·block_x, 64·block_x + 64) of head bh.
+  LOOM_LANE_FN static void run(const BackwardArgs<S, G>& a, unsigned char* shared, int block_x, int64_t bh,
+                               int thread) {
+    S* q_tile = reinterpret_cast<S*>(shared);  // [64][kD]
+    S* g_tile = q_tile + kQueries * kD;        // [64][kD]
+    S* k_tiles = g_tile + kQueries * kD;       // [2][kKeys][kD]
+    S* v_tiles = k_tiles + 2 * kKeys * kD;     // [2][kKeys][kD]
+    const AttentionShape& shape = a.shape;
+    const int64_t T = shape.seq, b = bh / shape.heads, h = bh % shape.heads;
+    const int64_t q0 = static_cast<int64_t>(block_x) * kQueries;
+    const int lane_index = thread & 31, warp = thread >> 5;
+    const int key_tiles = static_cast<int>((T + kKeys - 1) / kKeys);
+
+    stage_tile<S, kD, kQueries, kThreads>(q_tile, a.q, b, h, q0, T, thread);
+    stage_tile<S, kD, kQueries, kThreads>(g_tile, a.d_ctx, b, h, q0, T, thread);
+    stage_tile<S, kD, kKeys, kThreads>(k_tiles, a.k, b, h, 0, T, thread);
+    stage_tile<S, kD, kKeys, kThreads>(v_tiles, a.v, b, h, 0, T, thread);
+    lane::cp_async_commit();
+
+    float dq[kD / 8][4] = {};
+    int64_t row[2];
+    float row_lse[2], row_delta[2];
+    for (int rr = 0; rr < 2; ++rr) {
+      row[rr] = q0 + 16 * warp + fragment_row(lane_index, 2 * rr);
+      row_lse[rr] = row[rr] < T ? a.lse[bh * T + row[rr]] : 0.0f;
+      row_delta[rr] = row[rr] < T ? a.delta[bh * T + row[rr]] : 0.0f;
+    }
+
+    for (int n = 0; n < key_tiles; ++n) {
+      const int buffer = n & 1;
+      if (n + 1 < key_tiles) {
+        lane::block_sync();
+        const int64_t next = static_cast<int64_t>(n + 1) * kKeys;
+        stage_tile<S, kD, kKeys, kThreads>(k_tiles + (buffer ^ 1) * kKeys * kD, a.k, b, h, next, T, thread);
+        stage_tile<S, kD, kKeys, kThreads>(v_tiles + (buffer ^ 1) * kKeys * kD, a.v, b, h, next, T, thread);
+        lane::cp_async_commit();
+        lane::cp_async_wait<1>();
+      } else {
+        lane::cp_async_wait<0>();
+      }
+      lane::block_sync();
+      const S* k_tile = k_tiles + buffer * kKeys * kD;
+      const S* v_tile = v_tiles + buffer * kKeys * kD;
+
+      float s[kKeys / 8][4] = {}, dp[kKeys / 8][4] = {};
+      for (int ks = 0; ks < kD / 16; ++ks) {
+        uint32_t q_frag[4], g_frag[4];
+        load_a<S, kD>(q_frag, q_tile, 16 * warp, ks, lane_index);
+        load_a<S, kD>(g_frag, g_tile, 16 * warp, ks, lane_index);
+        for (int np = 0; np < kKeys / 16; ++np) {
+          uint32_t kb[2][2], vb[2][2];
+          load_b_pair_rows_n<S, kD>(kb, k_tile, 16 * np, ks, lane_index);
+          load_b_pair_rows_n<S, kD>(vb, v_tile, 16 * np, ks, lane_index);
+          mma<S>(s[2 * np], q_frag, kb[0]);
+          mma<S>(s[2 * np + 1], q_frag, kb[1]);
+          mma<S>(dp[2 * np], g_frag, vb[0]);
+          mma<S>(dp[2 * np + 1], g_frag, vb[1]);
+        }
+      }
+      const int64_t j0 = static_cast<int64_t>(n) * kKeys;
+      for (int nt = 0; nt < kKeys / 8; ++nt)
+        for (int r = 0; r < 4; ++r) {
+          const int64_t i = row[r >> 1], j = j0 + 8 * nt + fragment_col(lane_index, r);
+          if (i >= T || j >= T) {
+            s[nt][r] = 0.0f;
+            continue;
+          }
+          const float bias = a.mask != nullptr ? a.mask[b * T + j] : 0.0f;
+          s[nt][r] = probability_gradient(shape, s[nt][r] * shape.scale + bias, row_lse[r >> 1], row_delta[r >> 1],
+                                          dp[nt][r], bh, i, j)
+                         .score_gradient;
+        }
+
+      // dQ += dS·K (the keys are the reduction dimension).
+      for (int kk = 0; kk < kKeys / 16; ++kk) {
+        uint32_t ds_frag[4];
+        accumulators_to_a<S>(ds_frag, s[2 * kk], s[2 * kk + 1]);
+        for (int dpair = 0; dpair < kD / 16; ++dpair) {
+          uint32_t kb[2][2];
+          load_b_pair_rows_k<S, kD>(kb, k_tile, 16 * kk, 2 * dpair, lane_index);
+          mma<S>(dq[2 * dpair], ds_frag, kb[0]);
+          mma<S>(dq[2 * dpair + 1], ds_frag, kb[1]);
+        }
+      }
+    }
+
+    for (int rr = 0; rr < 2; ++rr) {
+      if (row[rr] >= T) continue;
+      float* dq_row = a.dq.row(b, h, row[rr]);
+      for (int dt = 0; dt < kD / 8; ++dt)
+        for (int e = 0; e < 2; ++e) dq_row[8 * dt + fragment_col(lane_index, e)] = shape.scale * dq[dt][2 * rr + e];
+    }
+  }
+};
+
+}  // namespace loom_cuda::flash
