@@ -1,4 +1,5 @@
-// Fused attention backward: dq, dk, dv from d_ctx, recomputing the probabilities from q, k and
+// Fused attention backward on CUDA cores (16-bit storage with d = 64 or 128 goes to the
+// Tensor-Core kernels after the delta pass: flash_attention.hpp): dq, dk, dv from d_ctx, recomputing the probabilities from q, k and
 // the forward's lse instead of reading a stored [T, T] matrix. Deterministic: no atomics.
 //
 // With P = softmax(S), P̃ = P ⊙ keep/(1 − p) and ctx = P̃·V:
@@ -12,6 +13,7 @@
 #include "attention_problem.cuh"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
+#include "flash_attention.hpp"
 #include "float_storage.cuh"
 #include "warp_reductions.cuh"
 
@@ -232,6 +234,10 @@ void launch_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loo
   attention_delta_kernel<S, G>
       <<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kWarps * 32, 0, stream>>>(
           head_view<const G>(d_ctx), head_view<const S>(ctx), shape, delta);
+  if (flash_attention_serves(shape, q, k, v, ctx, d_ctx)) {
+    flash_attention_backward(d_ctx, q, k, v, lse, delta, mask, shape, dq, dk, dv, stream);
+    return;
+  }
 
   const dim3 grid(static_cast<unsigned>((shape.seq + kBlockRows - 1) / kBlockRows),
                   static_cast<unsigned>(shape.batch * shape.heads));

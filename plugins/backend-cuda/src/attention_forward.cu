@@ -1,4 +1,5 @@
-// Fused attention forward, flash-attention style: ctx = dropout(softmax(scale·q·kᵀ + mask))·v and
+// Fused attention forward on CUDA cores, flash-attention style (16-bit storage with d = 64 or 128
+// goes to the Tensor-Core kernels instead: flash_attention.hpp): ctx = dropout(softmax(scale·q·kᵀ + mask))·v and
 // the row log-sum-exp, without ever storing the [T, T] scores.
 //
 // Block = 4 warps = 16 query rows (4 per warp) of one (batch, head); the keys are walked in tiles
@@ -12,6 +13,7 @@
 #include "attention_problem.cuh"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
+#include "flash_attention.hpp"
 #include "float_storage.cuh"
 #include "warp_reductions.cuh"
 
@@ -125,6 +127,11 @@ void CudaBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k
       check, loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse), scale, p, seed, offset);
   if (shape.batch * shape.heads * shape.seq == 0) return;
   const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
+  if (flash_attention_serves(shape, q, k, v, ctx)) {
+    flash_attention_forward(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
+    check_launch("attention_forward");
+    return;
+  }
   with_float_storage(q.dtype, "attention_forward", [&](auto tag) {
     using S = decltype(tag);
     if (shape.head_dim <= 64)

@@ -33,15 +33,14 @@ struct BackwardArgs {
 };
 
 /// P_ij from its scaled, masked score and the row's lse (uniform 1/T for rows whose keys are all
-/// masked), and what dropout makes of it and of dP̃_ij: (P̃_ij, dS_ij).
+/// masked), and what dropout (`keep`: its decision for (i, j)) makes of it and of dP̃_ij:
+/// (P̃_ij, dS_ij).
 struct ProbabilityGradient {
   float dropped, score_gradient;
 };
 LOOM_LANE_FN ProbabilityGradient probability_gradient(const AttentionShape& shape, float score, float lse,
-                                                      float delta, float dp_dropped, int64_t bh, int64_t i,
-                                                      int64_t j) {
+                                                      float delta, float dp_dropped, bool keep) {
   const float p = all_keys_masked(lse) ? 1.0f / static_cast<float>(shape.seq) : lane::fast_exp(score - lse);
-  const bool keep = !shape.dropout || keeps(shape, bh, i, j);
   const float dp = keep ? dp_dropped * shape.inv_keep : 0.0f;
   return ProbabilityGradient{keep ? p * shape.inv_keep : 0.0f, p * (dp - delta)};
 }
@@ -89,6 +88,7 @@ struct KeyGrads {
     float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
     int64_t key[2];
     float key_bias[2];
+    LOOM_UNROLL
     for (int rr = 0; rr < 2; ++rr) {
       key[rr] = j0 + 16 * warp + fragment_row(lane_index, 2 * rr);
       key_bias[rr] = a.mask != nullptr && key[rr] < T ? a.mask[b * T + key[rr]] : 0.0f;
@@ -113,10 +113,12 @@ struct KeyGrads {
 
       // Sᵀ = K·Qᵀ and dP̃ᵀ = V·dOᵀ for this warp's 16 keys (rows) × the tile's queries (columns).
       float st[kQueries / 8][4] = {}, dpt[kQueries / 8][4] = {};
+      LOOM_UNROLL
       for (int ks = 0; ks < kD / 16; ++ks) {
         uint32_t k_frag[4], v_frag[4];
         load_a<S, kD>(k_frag, k_tile, 16 * warp, ks, lane_index);
         load_a<S, kD>(v_frag, v_tile, 16 * warp, ks, lane_index);
+        LOOM_UNROLL
         for (int np = 0; np < kQueries / 16; ++np) {
           uint32_t qb[2][2], gb[2][2];
           load_b_pair_rows_n<S, kD>(qb, q_tile, 16 * np, ks, lane_index);
@@ -128,7 +130,9 @@ struct KeyGrads {
         }
       }
       const int64_t i0 = static_cast<int64_t>(n) * kQueries;
+      LOOM_UNROLL
       for (int nt = 0; nt < kQueries / 8; ++nt)
+        LOOM_UNROLL
         for (int r = 0; r < 4; ++r) {
           const int c = 8 * nt + fragment_col(lane_index, r);
           const int64_t i = i0 + c, j = key[r >> 1];
@@ -136,17 +140,21 @@ struct KeyGrads {
             st[nt][r] = dpt[nt][r] = 0.0f;
             continue;
           }
+          // Consecutive queries are T elements apart in the dropout stream: one word each.
+          const bool keep = !shape.dropout || keeps(shape, bh, i, j);
           const ProbabilityGradient pg = probability_gradient(
-              shape, st[nt][r] * shape.scale + key_bias[r >> 1], lse_tile[c], delta_tile[c], dpt[nt][r], bh, i, j);
+              shape, st[nt][r] * shape.scale + key_bias[r >> 1], lse_tile[c], delta_tile[c], dpt[nt][r], keep);
           st[nt][r] = pg.dropped;
           dpt[nt][r] = pg.score_gradient;
         }
 
       // dV += P̃ᵀ·dO, dK += dSᵀ·Q (the queries are the reduction dimension).
+      LOOM_UNROLL
       for (int kk = 0; kk < kQueries / 16; ++kk) {
         uint32_t p_frag[4], ds_frag[4];
         accumulators_to_a<S>(p_frag, st[2 * kk], st[2 * kk + 1]);
         accumulators_to_a<S>(ds_frag, dpt[2 * kk], dpt[2 * kk + 1]);
+        LOOM_UNROLL
         for (int dp = 0; dp < kD / 16; ++dp) {
           uint32_t gb[2][2], qb[2][2];
           load_b_pair_rows_k<S, kD>(gb, g_tile, 16 * kk, 2 * dp, lane_index);
@@ -159,11 +167,14 @@ struct KeyGrads {
       }
     }
 
+    LOOM_UNROLL
     for (int rr = 0; rr < 2; ++rr) {
       if (key[rr] >= T) continue;
       float* dk_row = a.dk.row(b, h, key[rr]);
       float* dv_row = a.dv.row(b, h, key[rr]);
+      LOOM_UNROLL
       for (int dt = 0; dt < kD / 8; ++dt)
+        LOOM_UNROLL
         for (int e = 0; e < 2; ++e) {
           const int c = 8 * dt + fragment_col(lane_index, e);
           dk_row[c] = shape.scale * dk[dt][2 * rr + e];
@@ -203,6 +214,7 @@ struct QueryGrads {
     float dq[kD / 8][4] = {};
     int64_t row[2];
     float row_lse[2], row_delta[2];
+    LOOM_UNROLL
     for (int rr = 0; rr < 2; ++rr) {
       row[rr] = q0 + 16 * warp + fragment_row(lane_index, 2 * rr);
       row_lse[rr] = row[rr] < T ? a.lse[bh * T + row[rr]] : 0.0f;
@@ -226,10 +238,12 @@ struct QueryGrads {
       const S* v_tile = v_tiles + buffer * kKeys * kD;
 
       float s[kKeys / 8][4] = {}, dp[kKeys / 8][4] = {};
+      LOOM_UNROLL
       for (int ks = 0; ks < kD / 16; ++ks) {
         uint32_t q_frag[4], g_frag[4];
         load_a<S, kD>(q_frag, q_tile, 16 * warp, ks, lane_index);
         load_a<S, kD>(g_frag, g_tile, 16 * warp, ks, lane_index);
+        LOOM_UNROLL
         for (int np = 0; np < kKeys / 16; ++np) {
           uint32_t kb[2][2], vb[2][2];
           load_b_pair_rows_n<S, kD>(kb, k_tile, 16 * np, ks, lane_index);
@@ -241,23 +255,34 @@ struct QueryGrads {
         }
       }
       const int64_t j0 = static_cast<int64_t>(n) * kKeys;
+      LOOM_UNROLL
       for (int nt = 0; nt < kKeys / 8; ++nt)
-        for (int r = 0; r < 4; ++r) {
-          const int64_t i = row[r >> 1], j = j0 + 8 * nt + fragment_col(lane_index, r);
-          if (i >= T || j >= T) {
-            s[nt][r] = 0.0f;
-            continue;
+        LOOM_UNROLL
+        for (int rr = 0; rr < 2; ++rr) {
+          const int64_t i = row[rr], j = j0 + 8 * nt + fragment_col(lane_index, 0);  // this lane's pair: j, j + 1
+          KeepPair keep{true, true};
+          if (shape.dropout && i < T && j < T) keep = keeps_pair(shape, bh, i, j);
+          const bool kept[2] = {keep.first, keep.second};
+          LOOM_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            float& element = s[nt][2 * rr + e];
+            if (i >= T || j + e >= T) {
+              element = 0.0f;
+              continue;
+            }
+            const float bias = a.mask != nullptr ? a.mask[b * T + j + e] : 0.0f;
+            element = probability_gradient(shape, element * shape.scale + bias, row_lse[rr], row_delta[rr],
+                                           dp[nt][2 * rr + e], kept[e])
+                          .score_gradient;
           }
-          const float bias = a.mask != nullptr ? a.mask[b * T + j] : 0.0f;
-          s[nt][r] = probability_gradient(shape, s[nt][r] * shape.scale + bias, row_lse[r >> 1], row_delta[r >> 1],
-                                          dp[nt][r], bh, i, j)
-                         .score_gradient;
         }
 
       // dQ += dS·K (the keys are the reduction dimension).
+      LOOM_UNROLL
       for (int kk = 0; kk < kKeys / 16; ++kk) {
         uint32_t ds_frag[4];
         accumulators_to_a<S>(ds_frag, s[2 * kk], s[2 * kk + 1]);
+        LOOM_UNROLL
         for (int dpair = 0; dpair < kD / 16; ++dpair) {
           uint32_t kb[2][2];
           load_b_pair_rows_k<S, kD>(kb, k_tile, 16 * kk, 2 * dpair, lane_index);
@@ -267,10 +292,13 @@ struct QueryGrads {
       }
     }
 
+    LOOM_UNROLL
     for (int rr = 0; rr < 2; ++rr) {
       if (row[rr] >= T) continue;
       float* dq_row = a.dq.row(b, h, row[rr]);
+      LOOM_UNROLL
       for (int dt = 0; dt < kD / 8; ++dt)
+        LOOM_UNROLL
         for (int e = 0; e < 2; ++e) dq_row[8 * dt + fragment_col(lane_index, e)] = shape.scale * dq[dt][2 * rr + e];
     }
   }

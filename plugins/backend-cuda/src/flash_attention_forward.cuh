@@ -57,6 +57,7 @@ struct Forward {
     float o[kD / 8][4] = {};
     float m[2] = {-__builtin_huge_valf(), -__builtin_huge_valf()}, l[2] = {0.0f, 0.0f};
     int64_t row[2];
+    LOOM_UNROLL
     for (int rr = 0; rr < 2; ++rr) row[rr] = q0 + 16 * warp + fragment_row(lane_index, 2 * rr);
 
     for (int n = 0; n < key_tiles; ++n) {
@@ -73,12 +74,15 @@ struct Forward {
       }
       lane::block_sync();
       if (n == 0)
+        LOOM_UNROLL
         for (int ks = 0; ks < kD / 16; ++ks) load_a<S, kD>(q_frag[ks], q_tile, 16 * warp, ks, lane_index);
       const S* k_tile = k_tiles + buffer * kKeys * kD;
       const S* v_tile = v_tiles + buffer * kKeys * kD;
 
       float s[kKeys / 8][4] = {};
+      LOOM_UNROLL
       for (int ks = 0; ks < kD / 16; ++ks)
+        LOOM_UNROLL
         for (int np = 0; np < kKeys / 16; ++np) {
           uint32_t kb[2][2];
           load_b_pair_rows_n<S, kD>(kb, k_tile, 16 * np, ks, lane_index);
@@ -87,9 +91,11 @@ struct Forward {
         }
       online_softmax(a, s, m, l, o, static_cast<int64_t>(n) * kKeys, b, bh, row, lane_index);
 
+      LOOM_UNROLL
       for (int kk = 0; kk < kKeys / 16; ++kk) {
         uint32_t p_frag[4];
         accumulators_to_a<S>(p_frag, s[2 * kk], s[2 * kk + 1]);
+        LOOM_UNROLL
         for (int dp = 0; dp < kD / 16; ++dp) {
           uint32_t vb[2][2];
           load_b_pair_rows_k<S, kD>(vb, v_tile, 16 * kk, 2 * dp, lane_index);
@@ -99,12 +105,14 @@ struct Forward {
       }
     }
 
+    LOOM_UNROLL
     for (int rr = 0; rr < 2; ++rr) {
       l[rr] += lane::shfl_xor(l[rr], 1);
       l[rr] += lane::shfl_xor(l[rr], 2);
       if (row[rr] >= T) continue;
       const float inv_l = 1.0f / l[rr];
       S* out = a.ctx.row(b, h, row[rr]);
+      LOOM_UNROLL
       for (int dt = 0; dt < kD / 8; ++dt)
         store_pair(out + 8 * dt + fragment_col(lane_index, 0), o[dt][2 * rr] * inv_l, o[dt][2 * rr + 1] * inv_l);
       if ((lane_index & 3) == 0) a.lse[bh * T + row[rr]] = m[rr] + lane::natural_log(l[rr]);
@@ -119,7 +127,9 @@ struct Forward {
     const AttentionShape& shape = a.shape;
     const int64_t T = shape.seq;
     float tile_max[2] = {-__builtin_huge_valf(), -__builtin_huge_valf()};
+    LOOM_UNROLL
     for (int nt = 0; nt < kKeys / 8; ++nt)
+      LOOM_UNROLL
       for (int r = 0; r < 4; ++r) {
         const int64_t j = j0 + 8 * nt + fragment_col(lane_index, r);
         float& score = s[nt][r];
@@ -127,7 +137,9 @@ struct Forward {
         tile_max[r >> 1] = score > tile_max[r >> 1] ? score : tile_max[r >> 1];
       }
     float correction[2];
+    LOOM_UNROLL
     for (int rr = 0; rr < 2; ++rr) {
+      LOOM_UNROLL
       for (int mask_bits = 1; mask_bits <= 2; mask_bits <<= 1) {
         const float other = lane::shfl_xor(tile_max[rr], mask_bits);
         tile_max[rr] = other > tile_max[rr] ? other : tile_max[rr];
@@ -139,17 +151,25 @@ struct Forward {
       m[rr] = m_new;
       l[rr] *= correction[rr];
     }
+    LOOM_UNROLL
     for (int dt = 0; dt < kD / 8; ++dt)
+      LOOM_UNROLL
       for (int r = 0; r < 4; ++r) o[dt][r] *= correction[r >> 1];
+    LOOM_UNROLL
     for (int nt = 0; nt < kKeys / 8; ++nt)
-      for (int r = 0; r < 4; ++r) {
-        const int64_t j = j0 + 8 * nt + fragment_col(lane_index, r);
-        const float p = lane::fast_exp(s[nt][r] - m[r >> 1]);  // 0 for the tail's −∞
-        l[r >> 1] += p;
-        float weight = p;
-        if (shape.dropout && j < T && row[r >> 1] < T)
-          weight = keeps(shape, bh, row[r >> 1], j) ? p * shape.inv_keep : 0.0f;
-        s[nt][r] = weight;
+      LOOM_UNROLL
+      for (int rr = 0; rr < 2; ++rr) {
+        const int64_t j = j0 + 8 * nt + fragment_col(lane_index, 0);  // this lane's pair: j, j + 1
+        float* pair = &s[nt][2 * rr];
+        KeepPair keep{true, true};
+        if (shape.dropout && j < T && row[rr] < T) keep = keeps_pair(shape, bh, row[rr], j);
+        const bool kept[2] = {keep.first, keep.second};
+        LOOM_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const float p = lane::fast_exp(pair[e] - m[rr]);  // 0 for the tail's −∞
+          l[rr] += p;
+          pair[e] = !shape.dropout ? p : kept[e] ? p * shape.inv_keep : 0.0f;
+        }
       }
   }
 };

@@ -92,6 +92,7 @@ LOOM_LANE_FN void stage_tile(S* tile, HeadRows<const float> source, int64_t b, i
 #else
       std::memcpy(f, values, sizeof f);
 #endif
+      LOOM_UNROLL
       for (int p = 0; p < 4; ++p) packed[p] = lane::pack_pair<S>(f[2 * p], f[2 * p + 1]);
     }
     store_16_bytes(tile + tile_offset<kD>(r, chunk), packed);
@@ -171,6 +172,32 @@ LOOM_LANE_FN uint32_t philox_word(uint64_t seed, uint64_t index) {
 LOOM_LANE_FN bool keeps(const AttentionShape& shape, int64_t bh, int64_t i, int64_t j) {
   const auto element = static_cast<uint64_t>((bh * shape.seq + i) * shape.seq + j);
   return philox_word(shape.seed, shape.offset + element) >= shape.threshold;
+}
+
+/// Whether dropout keeps probabilities (bh, i, j) and (bh, i, j + 1): elements
+/// ((b·H + h)·T + i)·T + j (+ 1) of a contiguous [B, H, T, T] tensor, as
+/// loom/sdk/ops/fused_attention.hpp prescribes. One Philox block gives four consecutive words, so
+/// a pair costs one block unless it straddles two.
+struct KeepPair {
+  bool first, second;
+};
+LOOM_LANE_FN KeepPair keeps_pair(const AttentionShape& shape, int64_t bh, int64_t i, int64_t j) {
+  const uint64_t index = shape.offset + static_cast<uint64_t>((bh * shape.seq + i) * shape.seq + j);
+  const uint64_t block = index >> 2;
+  const auto word = static_cast<uint32_t>(index & 3u);
+  uint32_t w0, w1, w2, w3;
+#if defined(__CUDA_ARCH__)
+  const uint4 w = philox_block(shape.seed, block);
+  w0 = w.x, w1 = w.y, w2 = w.z, w3 = w.w;
+#else
+  const loom::Philox4x32 w = loom::philox4x32_10(
+      loom::Philox4x32{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u}}, shape.seed);
+  w0 = w.word[0], w1 = w.word[1], w2 = w.word[2], w3 = w.word[3];
+#endif
+  // Selects, not an indexed array (which would live in local memory on the GPU).
+  const uint32_t first = word == 0 ? w0 : word == 1 ? w1 : word == 2 ? w2 : w3;
+  const uint32_t second = word == 0 ? w1 : word == 1 ? w2 : word == 2 ? w3 : philox_word(shape.seed, index + 1);
+  return KeepPair{first >= shape.threshold, second >= shape.threshold};
 }
 
 /// Rows whose keys are all masked have lse ≈ kMaskedKey (every score rounds to it): their

@@ -24,6 +24,13 @@
 #else
 #define LOOM_LANE_FN inline
 #endif
+// Loops over a thread's fragments must unroll on the GPU: an array indexed by a run-time value
+// leaves the registers for local memory. (The host compiler knows no such pragma.)
+#if defined(__CUDA_ARCH__)
+#define LOOM_UNROLL _Pragma("unroll")
+#else
+#define LOOM_UNROLL
+#endif
 
 namespace loom_cuda::lane {
 

@@ -1,0 +1,106 @@
+// Launches of the Tensor-Core attention kernels: one __global__ per block body, grid (⌈T/64⌉, B·H),
+// 128 threads, the body's dynamic shared memory (above the default 48 KiB for most variants).
+#include "flash_attention.hpp"
+
+#include <cstdint>
+
+#include "cuda_check.hpp"
+#include "flash_attention_backward.cuh"
+#include "flash_attention_forward.cuh"
+
+namespace loom_cuda {
+namespace {
+
+using flash::HeadRows;
+
+template <typename Body, typename Args>
+__global__ void __launch_bounds__(Body::kThreads) flash_attention_kernel(const Args args) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  Body::run(args, shared, static_cast<int>(blockIdx.x), static_cast<int64_t>(blockIdx.y), static_cast<int>(threadIdx.x));
+}
+
+template <typename Body, typename Args>
+void launch(const Args& args, const AttentionShape& shape, cudaStream_t stream, const char* what) {
+  const auto kernel = flash_attention_kernel<Body, Args>;
+  if (Body::kSharedBytes > 48 * 1024)
+    cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Body::kSharedBytes), what);
+  const dim3 grid(static_cast<unsigned>((shape.seq + 63) / 64), static_cast<unsigned>(shape.batch * shape.heads));
+  kernel<<<grid, Body::kThreads, Body::kSharedBytes, stream>>>(args);
+}
+
+template <typename T>
+HeadRows<T> rows(const loom::Tensor& t) {
+  return HeadRows<T>{static_cast<T*>(t.data), t.strides[0], t.strides[1], t.strides[2]};
+}
+
+/// Rows 16-byte aligned: the base address and every outer stride (in bytes) multiples of 16.
+bool rows_aligned(const loom::Tensor& t) {
+  const auto bytes = static_cast<int64_t>(loom::dtype_size(t.dtype));
+  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && t.strides[3] == 1 && (t.strides[0] * bytes) % 16 == 0 &&
+         (t.strides[1] * bytes) % 16 == 0 && (t.strides[2] * bytes) % 16 == 0;
+}
+
+template <typename Fn>
+void with_head_dim(int64_t head_dim, Fn&& fn) {
+  if (head_dim == 64)
+    fn(std::integral_constant<int, 64>{});
+  else
+    fn(std::integral_constant<int, 128>{});
+}
+
+template <typename Fn>
+void with_16bit_storage(loom::DType dtype, Fn&& fn) {
+  if (dtype == loom::DType::bf16)
+    fn(loom::BFloat16{});
+  else
+    fn(loom::Half{});
+}
+
+}  // namespace
+
+bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, const loom::Tensor& k,
+                            const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& d_ctx) {
+  if (q.dtype != loom::DType::bf16 && q.dtype != loom::DType::f16) return false;
+  if (shape.head_dim != 64 && shape.head_dim != 128) return false;
+  if (!rows_aligned(q) || !rows_aligned(k) || !rows_aligned(v) || !rows_aligned(ctx)) return false;
+  return !d_ctx.defined() || rows_aligned(d_ctx);
+}
+
+void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask,
+                             const AttentionShape& shape, const loom::Tensor& ctx, float* lse, cudaStream_t stream) {
+  with_16bit_storage(q.dtype, [&](auto storage) {
+    using S = decltype(storage);
+    with_head_dim(shape.head_dim, [&](auto head_dim) {
+      constexpr int kD = decltype(head_dim)::value;
+      const flash::ForwardArgs<S> args{rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, mask,
+                                       shape};
+      launch<flash::Forward<S, kD>>(args, shape, stream, "attention_forward: cudaFuncSetAttribute");
+    });
+  });
+}
+
+void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                              const loom::Tensor& v, const float* lse, const float* delta, const float* mask,
+                              const AttentionShape& shape, const loom::Tensor& dq, const loom::Tensor& dk,
+                              const loom::Tensor& dv, cudaStream_t stream) {
+  with_16bit_storage(q.dtype, [&](auto storage) {
+    using S = decltype(storage);
+    with_head_dim(shape.head_dim, [&](auto head_dim) {
+      constexpr int kD = decltype(head_dim)::value;
+      const auto run = [&](auto gradient) {
+        using G = decltype(gradient);
+        const flash::BackwardArgs<S, G> args{rows<const S>(q), rows<const S>(k),   rows<const S>(v),
+                                             rows<const G>(d_ctx), lse, delta, mask, rows<float>(dq),
+                                             rows<float>(dk),  rows<float>(dv),  shape};
+        launch<flash::KeyGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
+        launch<flash::QueryGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
+      };
+      if (d_ctx.dtype == loom::DType::f32)
+        run(float{});
+      else
+        run(S{});
+    });
+  });
+}
+
+}  // namespace loom_cuda

@@ -1,0 +1,29 @@
+// The Tensor-Core attention kernels (flash_attention_forward.cuh, flash_attention_backward.cuh) as
+// the CUDA backend launches them: which calls they serve, and the launches. attention_forward.cu
+// and attention_backward.cu route a call here when flash_attention_serves says so, and to their
+// f32 kernels otherwise (f32 storage, other head dimensions, views without 16-byte rows).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "attention_shape.hpp"
+#include "loom/sdk/tensor.hpp"
+
+namespace loom_cuda {
+
+/// True when q, k, v (and ctx, d_ctx when given) are bf16 or f16 [B, H, T, d] views with d = 64 or
+/// 128 whose rows start 16-byte aligned (the layout cp.async and ldmatrix need); d_ctx may be f32.
+bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, const loom::Tensor& k,
+                            const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& d_ctx = {});
+
+/// ctx and lse of the forward (the call validated, flash_attention_serves true).
+void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask,
+                             const AttentionShape& shape, const loom::Tensor& ctx, float* lse, cudaStream_t stream);
+
+/// dq, dk, dv of the backward, given delta = Σ d_ctx·ctx per row already on `stream`.
+void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                              const loom::Tensor& v, const float* lse, const float* delta, const float* mask,
+                              const AttentionShape& shape, const loom::Tensor& dq, const loom::Tensor& dk,
+                              const loom::Tensor& dv, cudaStream_t stream);
+
+}  // namespace loom_cuda
