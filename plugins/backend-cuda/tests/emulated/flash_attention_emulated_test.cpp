@@ -4,14 +4,7 @@
 // a padding mask and a batch whose keys are all masked, dropout on and off, bf16 and f16, d = 64
 // and 128, an f32 incoming gradient (as the encoder layer passes it) and a 16-bit one.
 //
-// Bounds, per element, from a float64 recomputation of the same function (u: the storage type's
-// unit roundoff, 2⁻⁸ bf16, 2⁻¹¹ f16; e32(n) = 2n·2⁻²⁴, two f32 sums of n terms):
-//   ctx  2u·|ctx| (both round once) + (u + e32(T))·Σ_j P̃_ij·|v_jc|   (P̃ rounded for the mma)
-//   lse  e32(d)·scale·max_j Σ_c |q_ic·k_jc| + 1e-6·(1 + |lse|)        (f32 dot products, exp/log)
-//   dv   (2u + e_s + e32(T))·Σ_i P̃_ij·|dO_ic|                         (P̃ and dO rounded)
-//   dk   scale·Σ_i |q_ic|·((u + e32(T))·|dS_ij| + E_ij), dq likewise over j with |k_jc|, where
-//        E_ij = P_ij·(keep_ij/(1 − p)·(u + e32(d))·Σ_c |dO_ic·v_jc|) + e_s·|dS_ij| bounds the error
-//        of dS_ij before its rounding, and e_s = e32(d)·scale·Σ_c |q_ic·k_jc| + 2⁻²⁰ that of P_ij.
+// Bounds per element: attention_error_bounds.hpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_error_bounds.hpp"
 #include "cpu_backend.hpp"
 #include "flash_attention_backward.cuh"
 #include "flash_attention_forward.cuh"
@@ -90,21 +84,6 @@ void run_grid(const Args& args, int64_t blocks_x, int64_t bh_count) {
     }
 }
 
-/// Element-wise |actual − expected| ≤ bound; reports the worst excess.
-void expect_within(const std::vector<float>& actual, const std::vector<float>& expected,
-                   const std::vector<double>& bound, const std::string& what) {
-  ASSERT_EQ(actual.size(), expected.size());
-  double worst = 0;
-  size_t worst_at = 0, failures = 0;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const double excess = std::abs(static_cast<double>(actual[i]) - expected[i]) - bound[i];
-    if (!(excess <= 0)) ++failures;
-    if (!(excess <= worst)) worst = std::isnan(excess) ? INFINITY : excess, worst_at = i;
-  }
-  EXPECT_EQ(failures, 0u) << what << ": worst at " << worst_at << ": " << actual[worst_at] << " vs "
-                          << expected[worst_at] << " (bound " << bound[worst_at] << ", excess " << worst << ")";
-}
-
 class FlashAttentionEmulated : public ::testing::TestWithParam<Case> {};
 
 template <typename S, int kD>
@@ -112,8 +91,6 @@ void check(const Case& cs) {
   const int64_t B = 2, H = 2, T = cs.seq, d = kD, BH = B * H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const uint64_t seed = 0x5eedull, offset = 777;
-  const double u = std::is_same_v<S, loom::BFloat16> ? 0x1p-8 : 0x1p-11;
-  const auto e32 = [](int64_t n) { return 2.0 * static_cast<double>(n) * 0x1p-24; };
 
   // [B, T, H, d] activations (the encoder's [B·T, H·d]); the kernels see per-head views.
   const size_t n = static_cast<size_t>(B * T * H * d);
@@ -174,85 +151,22 @@ void check(const Case& cs) {
   else
     backward(rows_of(static_cast<const S*>(d_ctx16.data())));
 
-  // Float64 recomputation for the bounds.
   const std::vector<float> qf = widened(q), kf = widened(k), vf = widened(v), ctxf = widened(ctx_ref);
   const std::vector<float> gf = cs.f32_gradient ? d_ctx : widened(d_ctx16);
-  const auto at = [&](int64_t b, int64_t t, int64_t h, int64_t c) { return ((b * T + t) * H + h) * d + c; };
-  std::vector<double> ctx_bound(n), lse_bound(static_cast<size_t>(BH * T)), dq_bound(n, 0.0), dk_bound(n, 0.0),
-      dv_bound(n, 0.0);
-  const double inv_keep = 1.0 / (1.0 - cs.p);
-  std::vector<double> P(static_cast<size_t>(T * T)), dS(static_cast<size_t>(T * T)), E(static_cast<size_t>(T * T)),
-      es(static_cast<size_t>(T * T));
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h) {
-      const int64_t bh = b * H + h;
-      for (int64_t i = 0; i < T; ++i) {
-        std::vector<double> s(T);
-        double max_s = -INFINITY, max_abs_dot = 0;
-        bool all_masked = true;
-        for (int64_t j = 0; j < T; ++j) {
-          double dot = 0, abs_dot = 0;
-          for (int64_t c = 0; c < d; ++c) {
-            dot += double{qf[at(b, i, h, c)]} * kf[at(b, j, h, c)];
-            abs_dot += std::abs(double{qf[at(b, i, h, c)]} * kf[at(b, j, h, c)]);
-          }
-          es[i * T + j] = e32(d) * scale * abs_dot + 0x1p-20;
-          max_abs_dot = std::max(max_abs_dot, scale * abs_dot);
-          const bool masked = mask[b * T + j] == loom::kMaskedKey;
-          all_masked = all_masked && masked;
-          s[j] = masked ? -INFINITY : scale * dot;
-          max_s = std::max(max_s, s[j]);
-        }
-        double l = 0;
-        for (int64_t j = 0; j < T; ++j) l += all_masked ? 1.0 : std::exp(s[j] - max_s);
-        const size_t row = static_cast<size_t>(bh * T + i);
-        lse_bound[row] = e32(d) * max_abs_dot + 1e-6 * (1 + std::abs(lse_ref[row]));
-        double delta_i = 0;
-        for (int64_t c = 0; c < d; ++c) delta_i += double{gf[at(b, i, h, c)]} * ctxf[at(b, i, h, c)];
-        for (int64_t j = 0; j < T; ++j) {
-          const double p = all_masked ? 1.0 / static_cast<double>(T) : std::exp(s[j] - max_s) / l;
-          const bool keep = cs.p == 0.0f || loom::philox_word(seed, offset + static_cast<uint64_t>((bh * T + i) * T + j)) >=
-                                                shape.threshold;
-          double dp = 0, abs_dp = 0;
-          for (int64_t c = 0; c < d; ++c) {
-            dp += double{gf[at(b, i, h, c)]} * vf[at(b, j, h, c)];
-            abs_dp += std::abs(double{gf[at(b, i, h, c)]} * vf[at(b, j, h, c)]);
-          }
-          const double kept = keep ? inv_keep : 0.0;
-          P[i * T + j] = p * kept;  // P̃
-          dS[i * T + j] = p * (kept * dp - delta_i);
-          E[i * T + j] = p * kept * (u + e32(d)) * abs_dp + es[i * T + j] * std::abs(dS[i * T + j]);
-        }
-      }
-      for (int64_t i = 0; i < T; ++i)
-        for (int64_t c = 0; c < d; ++c) {
-          double weighted = 0, dq_sum = 0;
-          for (int64_t j = 0; j < T; ++j) {
-            weighted += P[i * T + j] * std::abs(vf[at(b, j, h, c)]);
-            dq_sum += std::abs(kf[at(b, j, h, c)]) * ((u + e32(T)) * std::abs(dS[i * T + j]) + E[i * T + j]);
-          }
-          const size_t e = static_cast<size_t>(at(b, i, h, c));
-          ctx_bound[e] = 2 * u * std::abs(ctxf[e]) + (u + e32(T)) * weighted;
-          dq_bound[e] = scale * dq_sum;
-        }
-      for (int64_t j = 0; j < T; ++j)
-        for (int64_t c = 0; c < d; ++c) {
-          double dv_sum = 0, dk_sum = 0;
-          for (int64_t i = 0; i < T; ++i) {
-            dv_sum += P[i * T + j] * std::abs(gf[at(b, i, h, c)]) * (2 * u + es[i * T + j] + e32(T));
-            dk_sum += std::abs(qf[at(b, i, h, c)]) * ((u + e32(T)) * std::abs(dS[i * T + j]) + E[i * T + j]);
-          }
-          const size_t e = static_cast<size_t>(at(b, j, h, c));
-          dv_bound[e] = dv_sum;
-          dk_bound[e] = scale * dk_sum;
-        }
-    }
+  const flash_test::AttentionBounds bound = flash_test::attention_error_bounds(
+      {B, H, T, d, scale, cs.p, seed, offset, qf.data(), kf.data(), vf.data(), gf.data(), ctxf.data(), mask.data(),
+       std::is_same_v<S, loom::BFloat16> ? 0x1p-8 : 0x1p-11, cs.f32_gradient});
+  const auto& ctx_bound = bound.ctx;
+  const auto& lse_bound = bound.lse;
+  const auto& dq_bound = bound.dq;
+  const auto& dk_bound = bound.dk;
+  const auto& dv_bound = bound.dv;
 
-  expect_within(widened(ctx), ctxf, ctx_bound, "ctx");
-  expect_within(lse, lse_ref, lse_bound, "lse");
-  expect_within(dv, dv_ref, dv_bound, "dv");
-  expect_within(dk, dk_ref, dk_bound, "dk");
-  expect_within(dq, dq_ref, dq_bound, "dq");
+  flash_test::expect_within(widened(ctx), ctxf, ctx_bound, "ctx");
+  flash_test::expect_within(lse, lse_ref, lse_bound, "lse");
+  flash_test::expect_within(dv, dv_ref, dv_bound, "dv");
+  flash_test::expect_within(dk, dk_ref, dk_bound, "dk");
+  flash_test::expect_within(dq, dq_ref, dq_bound, "dq");
 }
 
 TEST_P(FlashAttentionEmulated, MatchesBackendCpuWithinDerivedBounds) {
