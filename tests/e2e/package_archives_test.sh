@@ -60,8 +60,10 @@ grep -q "$root/lib/loom/plugins/libloom-datasets.so" "$work/plugins.txt" || fail
 # runs the test programs' GPU-free tests against the packaged plugin.
 if [ -f "$root/lib/loom/plugins/libloom-backend-cuda.so" ]; then
   for path in lib/loom/gpu-check/loom_backend_cuda_tests lib/loom/gpu-check/loom_parity_compare \
-              share/loom/scripts/gpu-check share/loom/scripts/bench/compare-pytorch-cuda \
-              share/loom/scripts/bench/pytorch_bert_train.py share/loom/tests/e2e/gpu_training_test.sh \
+              lib/loom/gpu-check/loom_attention_bench share/loom/scripts/gpu-check \
+              share/loom/scripts/bench/compare-pytorch-cuda share/loom/scripts/bench/pytorch_bert_train.py \
+              share/loom/scripts/bench/compare-attention share/loom/scripts/bench/pytorch_attention.py \
+              share/loom/tests/e2e/gpu_training_test.sh \
               share/loom/tests/gpu/gpu_requirement.sh share/loom/tests/parity/run_parity.sh \
               share/loom/tests/fixtures/train/micro-bert.json; do
     [ -e "$root/$path" ] || fail ".tar.gz lacks $path"
@@ -70,6 +72,11 @@ if [ -f "$root/lib/loom/plugins/libloom-backend-cuda.so" ]; then
     [ "$(patchelf --print-rpath "$elf")" = '$ORIGIN/../lib' ] || fail "$elf RUNPATH"
     ldd "$elf" | grep -q "not found" && fail "$elf has an unresolved dependency"
   done
+  # The attention benchmark finds the archive's plugins by itself (backend/cpu here: no GPU needed).
+  env -i PATH=/usr/bin:/bin HOME="$work" "$root/lib/loom/gpu-check/loom_attention_bench" --backend cpu \
+    --batch 1 --heads 1 --seq 8 --warmup 0 --iterations 1 > "$work/attention.json" 2>&1 &&
+    grep -q '"backend": "backend/cpu"' "$work/attention.json" ||
+    { cat "$work/attention.json"; fail "the unpacked loom_attention_bench on backend/cpu"; }
   if ! { command -v nvidia-smi > /dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }; then
     env -i PATH=/usr/bin:/bin HOME="$work" "$root/share/loom/scripts/gpu-check" "$work/gpu-check" --allow-no-gpu \
       > "$work/gpu-check.log" 2>&1 || { cat "$work/gpu-check.log"; fail "the unpacked gpu-check --allow-no-gpu"; }
