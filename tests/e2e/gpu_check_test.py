@@ -3,9 +3,15 @@
 
 Without --allow-no-gpu it must refuse: exit non-zero and say there is no NVIDIA GPU. With it, it
 runs what needs no GPU (the test binaries' GPU-free tests, the skip paths of the others) and writes
-summary.json and summary.txt with every GPU part marked skipped; the fields are checked here.
+summary.json and summary.txt with every GPU part marked skipped; the fields are checked here, for
+the full check and for --quick. The rules that need a GPU's output are checked on made-up logs
+through gpu-check's own functions: memcheck stopped at its limit passes with a note when it found
+no error and fails when it found one; the attention benchmark's figures reach summary.json and
+summary.txt; a part skipped on request (--quick, --skip-benchmarks) does not fail the check.
 Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR. Exit 77 (skipped) where an NVIDIA GPU is present.
 """
+import importlib.machinery
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -50,9 +56,10 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(summary["gpu"]["available"] is False and summary["gpu"]["reason"], f"gpu {summary['gpu']}")
     check(summary["require_gpu"] is False, "LOOM_REQUIRE_GPU must not be set without a GPU")
     parts = summary["parts"]
-    check(set(parts) == {"data", "gpu_tests", "nccl_one_rank", "memcheck", "end_to_end", "benchmarks"},
-          f"parts {sorted(parts)}")
-    for name in ("data", "memcheck", "benchmarks"):
+    check(set(parts) == {"data", "gpu_tests", "nccl_one_rank", "memcheck", "end_to_end", "benchmarks",
+                         "attention_bench"}, f"parts {sorted(parts)}")
+    check(summary["mode"] == "full" and summary["limits"]["attention_bench"] > 0, f"mode {summary.get('mode')}")
+    for name in ("data", "memcheck", "benchmarks", "attention_bench"):
         check(parts[name]["status"] == "skipped" and "no NVIDIA GPU" in parts[name]["reason"],
               f"{name}: {parts[name]}")
     tests = parts["gpu_tests"]
@@ -70,10 +77,88 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(summary["ok"] is True, "ok")
     check(summary["seconds"] < 120, f"took {summary['seconds']} s")
     for line in ("device     none: ", f"tests      {counted['passed']} passed, 0 failed", "benchmarks     skipped",
-                 "result     OK"):
+                 "attention_bench skipped: no NVIDIA GPU", "result     OK"):
         check(line in text, f"summary.txt lacks {line!r}")
+
+    # --quick: no NCCL test and no memcheck (skipped on request), shorter limits summing to under 5
+    # minutes, the benchmark and attention parts skipped here for want of a GPU.
+    out = scratch / "quick"
+    quick = subprocess.run([gpu_check, out, "--build", build, "--allow-no-gpu", "--quick"], capture_output=True,
+                           text=True, timeout=300)
+    print(quick.stdout, quick.stderr, sep="")
+    check(quick.returncode == 0, f"--allow-no-gpu --quick exited {quick.returncode}")
+    summary = json.loads((out / "summary.json").read_text())
+    parts = summary["parts"]
+    check(summary["mode"] == "quick", f"mode {summary['mode']}")
+    for name in ("nccl_one_rank", "memcheck"):
+        check(parts[name] == {"status": "skipped", "reason": "--quick", "requested": True}, f"--quick {name}: {parts[name]}")
+    for name in ("benchmarks", "attention_bench"):
+        check(parts[name]["status"] == "skipped" and "no NVIDIA GPU" in parts[name]["reason"], f"--quick {name}")
+    check(parts["gpu_tests"]["status"] == "skipped" and parts["gpu_tests"]["passed"] >= 8, "--quick gpu_tests")
+    ran = ("data", "gpu_tests", "end_to_end", "benchmark", "attention_bench")
+    check(sum(summary["limits"][k] for k in ran) <= 300, f"--quick limits {summary['limits']}")
+    check(summary["tests"]["skipped"] == parts["gpu_tests"]["skipped"] + 1, f"--quick tests {summary['tests']}")
+    check(summary["ok"] is True, "--quick ok")
+
+    # The rules for a GPU's output, on made-up logs through gpu-check's own functions.
+    sys.dont_write_bytecode = True  # no cache beside scripts/gpu-check
+    loader = importlib.machinery.SourceFileLoader("gpu_check", str(gpu_check))
+    spec = importlib.util.spec_from_loader("gpu_check", loader)
+    gc = importlib.util.module_from_spec(spec)
+    loader.exec_module(gc)
+    ok_line = "[       OK ] Shapes/AttentionTest.ForwardAndBackwardMatchTheUnfusedCpuOps/T37_f16 (5 ms)\n"
+    log = scratch / "memcheck.log"
+    log.write_text("$ compute-sanitizer ...\n========= COMPUTE-SANITIZER\n" + ok_line * 76
+                   + f"\n{gc.STOPPED} 30 s]\n")
+    part = gc.memcheck_result(None, 30.0, log)
+    check(part["status"] == "passed" and part["errors"] == 0 and part["stopped_at_limit"] is True, f"memcheck {part}")
+    check(part["note"].startswith("76 tests checked, 0 errors, stopped at the limit"), f"memcheck note {part}")
+    check(gc.verdict({"memcheck": part}, True), "memcheck stopped without errors fails the check")
+    log.write_text(ok_line * 5 + "========= Invalid __global__ read of size 4 bytes\n=========     at kernel\n"
+                   + f"{gc.STOPPED} 30 s]\n")
+    part = gc.memcheck_result(None, 30.0, log)
+    check(part["status"] == "failed" and part["errors"] == 1 and "1 error," in part["reason"], f"memcheck {part}")
+    check(not gc.verdict({"memcheck": part}, True), "memcheck with an error passes the check")
+    log.write_text(ok_line * 89 + "========= ERROR SUMMARY: 0 errors\n")
+    part = gc.memcheck_result(0, 80.0, log)
+    check(part["status"] == "passed" and part["tests_run"] == 89 and "note" not in part, f"memcheck complete {part}")
+    log.write_text(ok_line * 89 + "========= ERROR SUMMARY: 3 errors\n")
+    part = gc.memcheck_result(9, 80.0, log)
+    check(part["status"] == "failed" and part["errors"] == 3, f"memcheck with errors {part}")
+    log.write_text("========= Error: Target application terminated before first instrumented API call\n")
+    check(gc.memcheck_result(1, 1.0, log)["status"] == "refused", "memcheck refused")
+    check(gc.verdict({"benchmarks": gc.skipped("--skip-benchmarks", requested=True)}, True),
+          "a part skipped on request fails the check")
+    check(not gc.verdict({"benchmarks": gc.skipped("no NVIDIA GPU")}, True), "a GPU part skipped on a GPU passes")
+
+    figures = {"shape": "T128", "batch": 64, "heads": 16, "seq": 128, "head_dim": 64, "dtype": "bf16",
+               "dropout": 0.1, "loom_ms_forward_backward": 4.6, "loom_ms_forward": 0.83, "loom_ms_backward": 3.75,
+               "pytorch_ms_forward_backward": 0.13, "pytorch_ms_forward": 0.05, "pytorch_ms_backward": 0.08,
+               "ratio": 0.13 / 4.6, "loom": {}, "pytorch": {}, "loom_unavailable": None, "pytorch_unavailable": None}
+    without_torch = dict(figures, shape="T512", seq=512, batch=8, pytorch_ms_forward_backward=None,
+                         pytorch_ms_forward=None, pytorch_ms_backward=None, ratio=None,
+                         pytorch_unavailable="no torch")
+    json_out, notes = scratch / "attention-bench.json", scratch / "attention-bench.log"
+    json_out.write_text(json.dumps([figures, without_torch]))
+    notes.write_text("compare-attention: T512: no PyTorch figures (python3: no torch)\n")
+    part = gc.attention_result(0, 12.0, json_out, notes)
+    check(part["status"] == "passed" and len(part["shapes"]) == 2, f"attention_bench {part}")
+    check(part["shapes"][0]["loom_ms_forward_backward"] == 4.6 and part["shapes"][0]["ratio"] == 0.13 / 4.6,
+          f"attention figures {part['shapes'][0]}")
+    check("loom" not in part["shapes"][0], "the sides' own JSON belongs in attention-bench.json, not the summary")
+    lines = gc.attention_line(part["shapes"][0]) + "\n" + gc.attention_line(part["shapes"][1])
+    for expected in ("attention T128 (batch 64, heads 16, seq 128, d 64, bf16, dropout 0.1, key padding): "
+                     "loom 4.600 ms (fwd 0.830, bwd 3.750), pytorch 0.130 ms (fwd 0.050, bwd 0.080), ratio 0.03",
+                     "pytorch not measured (no torch)"):
+        check(expected in lines, f"attention lines lack {expected!r}: {lines}")
+    json_out.write_text(json.dumps([dict(figures, loom_ms_forward_backward=None, loom_unavailable="no CUDA device")]))
+    part = gc.attention_result(1, 3.0, json_out, notes)
+    check(part["status"] == "failed" and "no CUDA device" in part["reason"], f"attention_bench without Loom {part}")
+    json_out.write_text(f"{gc.STOPPED} 60 s]\n")
+    check(gc.attention_result(None, 60.0, json_out, notes)["status"] == "timed_out", "attention_bench stopped")
 
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
-print("ok: gpu-check refuses without a GPU, and with --allow-no-gpu writes a summary with the GPU parts skipped")
+print("ok: gpu-check refuses without a GPU, with --allow-no-gpu (and --quick) writes a summary with the GPU parts "
+      "skipped, and judges memcheck and the attention benchmark as stated")
