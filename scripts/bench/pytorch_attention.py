@@ -41,6 +41,9 @@ def main():
         import torch.nn.functional as F
     except ImportError as error:
         sys.exit(f"pytorch_attention: no torch ({error})")
+    if not hasattr(F, "scaled_dot_product_attention"):
+        sys.exit(f"pytorch_attention: torch {torch.__version__} has no scaled_dot_product_attention (PyTorch 2.0 "
+                 "or newer has)")
     cuda = a.device == "cuda"
     if cuda and not torch.cuda.is_available():
         sys.exit("pytorch_attention: torch sees no CUDA device")
