@@ -8,6 +8,7 @@
 #include "loom/sdk/error.hpp"
 #include "loom/sdk/float16.hpp"
 #include "loom/sdk/model_config.hpp"
+#include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/optimizer.hpp"
 #include "loom/sdk/options.hpp"
 #include "loom/sdk/philox.hpp"
