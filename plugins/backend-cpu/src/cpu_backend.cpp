@@ -1,4 +1,5 @@
-// CpuBackend construction, options and memory (aligned host allocations, plain memcpy copies).
+// CpuBackend construction, options and memory (aligned host allocations, plain memcpy copies, timed
+// as upload and download while profiling).
 #include "cpu_backend.hpp"
 
 #include <omp.h>
@@ -65,10 +66,12 @@ void CpuBackend::deallocate(void* data) {
 }
 
 void CpuBackend::copy_from_host(void* device_dst, const void* host_src, size_t bytes) {
+  const loom_backend::OpTimingScope timed(timing_, "copy_from_host");
   if (bytes != 0) std::memcpy(device_dst, host_src, bytes);
 }
 
 void CpuBackend::copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
+  const loom_backend::OpTimingScope timed(timing_, "copy_to_host");
   if (bytes != 0) std::memcpy(host_dst, device_src, bytes);
 }
 

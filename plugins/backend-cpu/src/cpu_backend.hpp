@@ -14,10 +14,12 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom_backend/argument_checks.hpp"
+#include "loom_backend/op_timing.hpp"
 
 namespace loom_cpu {
 
@@ -30,7 +32,8 @@ class CpuBackend final : public loom::Backend,
                          public loom::FusedAttention,
                          public loom::DeviceDescription,
                          public loom::OptimizerSteps,
-                         public loom::ResidualLayerNorm {
+                         public loom::ResidualLayerNorm,
+                         public loom::OpProfiler {
  public:
   /// Reads options `threads` (default: every core this process may use) and `fused_attention`
   /// (default false: the reference attention op is exact but slower than the GEMM path here).
@@ -143,9 +146,19 @@ class CpuBackend final : public loom::Backend,
                 const loom::SgdConstants& constants, double lr) override;
   loom::OptimizerStepReport read_report(const loom::OptimizerPlan& plan) override;
 
+  // OpProfiler (named interface): the wall time of each op, from its checks() to its return
+  // (loom_backend/op_timing.hpp), and of copy_from_host/copy_to_host.
+  void set_op_profiling(bool on) override { timing_ = on ? &op_timer_ : nullptr; }
+  size_t take_op_profile(loom::OpFamilyTime* totals, size_t count) override {
+    return op_timer_.take(totals, count);
+  }
+
  private:
-  /// Argument checks for `op` that require views in CPU memory.
-  ArgumentChecks checks(const char* op) const { return ArgumentChecks(op, device()); }
+  /// Argument checks for `op` that require views in CPU memory; while profiling, they time the op
+  /// until they go out of scope (`const auto check = checks("op");` at the top of the op).
+  loom_backend::TimedChecks checks(const char* op) const {
+    return loom_backend::TimedChecks(op, device(), timing_);
+  }
   /// gemm with f16 a and b, or bf16 ones where oneDNN has no bf16 matmul (widened_gemm.cpp):
   /// widened to f32 in `widened_`, multiplied in f32.
   void gemm_widening(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
@@ -156,6 +169,8 @@ class CpuBackend final : public loom::Backend,
   std::unique_ptr<OneDnnGemm> gemm_;
   /// f32 copies of widened GEMM operands a, b, c; grown to the largest product seen, then reused.
   std::vector<float> widened_[3];
+  loom_backend::WallOpTimer op_timer_;
+  loom_backend::OpTimer* timing_ = nullptr;  // &op_timer_ while profiling, else nullptr
 };
 
 /// Below this many elements an op runs on the calling thread: waking the pool costs more.
