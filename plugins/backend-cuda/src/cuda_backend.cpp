@@ -1,6 +1,7 @@
 // CudaBackend construction, options, memory, copies, the shared scratch/staging areas, and the
 // wait points: the only places the host waits for the device, where the device error record is
-// read and reported (device_error_record.hpp) and every wait is counted (TransferCounter).
+// read and reported (device_error_record.hpp) and every wait is counted (TransferCounter); per-op
+// timing switched on and read (OpProfiler, cuda_op_timer.hpp).
 #include "cuda_backend.hpp"
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 
 #include "cublaslt_gemm.hpp"
 #include "cuda_check.hpp"
+#include "cuda_op_timer.hpp"
 #include "device_peak.hpp"
 #include "device_placement.hpp"
 #include "loom/sdk/plugin.hpp"
@@ -158,6 +160,8 @@ CudaBackend::~CudaBackend() {
   if (stream_ == nullptr) return;  // a dry run acquired nothing
   (void)cudaSetDevice(device_index_);
   (void)cudaStreamSynchronize(stream_);
+  timing_ = nullptr;
+  op_timer_.reset();
   gemm_.reset();
   allocator_.deallocate(scratch_);
   if (staging_ != nullptr) (void)cudaFreeHost(staging_);
@@ -180,6 +184,7 @@ void CudaBackend::copy_from_host(void* device_dst, const void* host_src, size_t 
   if (bytes == 0) return;
   bind_device();
   if (sync_check_) check_previous_op("copy_from_host");
+  const loom_backend::OpTimingScope timed(timing_, "copy_from_host");
   ++host_to_device_copies_;
   // From pageable memory cudaMemcpyAsync returns once the source has been staged, so the caller
   // may reuse host_src immediately; the copy is ordered on the stream like every op.
@@ -190,6 +195,7 @@ void CudaBackend::copy_to_host(void* host_dst, const void* device_src, size_t by
   if (bytes == 0) return;
   bind_device();
   if (sync_check_) check_previous_op("copy_to_host");
+  const loom_backend::OpTimingScope timed(timing_, "copy_to_host");
   ++device_to_host_copies_;
   cuda_check(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_), "copy_to_host");
   cuda_check(wait_for_stream(), "copy_to_host");
@@ -239,6 +245,17 @@ void* CudaBackend::staging(size_t bytes) {
 void CudaBackend::staging_enqueued() {
   cuda_check(cudaEventRecord(staging_done_, stream_), "backend/cuda: cudaEventRecord");
   staging_pending_ = true;
+}
+
+void CudaBackend::set_op_profiling(bool on) {
+  if (on && op_timer_ == nullptr) op_timer_ = std::make_unique<CudaEventOpTimer>(stream_);
+  timing_ = on ? op_timer_.get() : nullptr;
+}
+
+size_t CudaBackend::take_op_profile(loom::OpFamilyTime* totals, size_t count) {
+  if (op_timer_ == nullptr) return loom_backend::OpTotals{}.take(totals, count);  // nothing timed yet
+  bind_device();
+  return op_timer_->take(totals, count);
 }
 
 bool CudaBackend::fused_attention(int64_t head_dim, int64_t max_seq) const {

@@ -11,7 +11,9 @@
 // allocator, a grow-only device scratch area and a pinned host staging area.
 //
 // Every op enters through checks(op): the one place that binds the device and, with the debug
-// option sync_check, waits for the previous op and names it if the device faulted.
+// option sync_check, waits for the previous op and names it if the device faulted. While per-op
+// timing is on (OpProfiler), what checks() returns also brackets the op with a pair of CUDA events
+// (cuda_op_timer.hpp) until it goes out of scope at the op's end.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,10 +28,12 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/ops/transfer_counts.hpp"
 #include "loom_backend/argument_checks.hpp"
+#include "loom_backend/op_timing.hpp"
 
 // plugin.hpp brings toml++, which nvcc cannot parse: the .cu files only need the name.
 LOOM_SDK_NAMESPACE_BEGIN
@@ -48,7 +52,8 @@ class CudaBackend final : public loom::Backend,
                           public loom::DeviceDescription,
                           public loom::OptimizerSteps,
                           public loom::ResidualLayerNorm,
-                          public loom::TransferCounter {
+                          public loom::TransferCounter,
+                          public loom::OpProfiler {
  public:
   /// Reads options `device` (default -1: the launcher's local rank modulo the device count,
   /// device_placement.hpp), `tf32` and `sync_check` (also on with LOOM_CUDA_SYNC_CHECK=1).
@@ -171,6 +176,11 @@ class CudaBackend final : public loom::Backend,
   /// queued (a synchronization) — and copy_from_host calls.
   loom::TransferCounts transfer_counts() const override;
 
+  /// OpProfiler: CUDA events around each op on the stream, copies included (cuda_op_timer.hpp);
+  /// take_op_profile waits for the last event recorded.
+  void set_op_profiling(bool on) override;
+  size_t take_op_profile(loom::OpFamilyTime* totals, size_t count) override;
+
   // ---- beyond the interface: for tests and `loom bench` ---------------------------------------
   /// The stream every op is enqueued on.
   cudaStream_t stream() const { return stream_; }
@@ -192,13 +202,15 @@ class CudaBackend final : public loom::Backend,
   /// Also makes this backend's device current on the calling thread (the host may call ops from
   /// another thread than the one that constructed the backend).
   /// With sync_check, first waits for the previous op and throws naming it if it faulted.
-  ArgumentChecks checks(const char* op) const {
+  /// While profiling, the op is timed until what this returns goes out of scope: an op begins with
+  /// `const auto check = checks("op");`.
+  loom_backend::TimedChecks checks(const char* op) const {
     bind_device();
     if (sync_check_) {
       check_previous_op(op);
       unchecked_op_ = op;
     }
-    return ArgumentChecks(op, device());
+    return loom_backend::TimedChecks(op, device(), timing_);
   }
   /// Device scratch of at least `bytes`, 256-byte aligned, valid until the next call (grow-only:
   /// it allocates only the first time an op needs more than before).
@@ -247,6 +259,8 @@ class CudaBackend final : public loom::Backend,
   mutable std::atomic<uint64_t> device_to_host_copies_{0};
   mutable std::atomic<uint64_t> synchronizations_{0};
   std::atomic<uint64_t> host_to_device_copies_{0};
+  std::unique_ptr<loom_backend::OpTimer> op_timer_;  // created when profiling is first switched on
+  loom_backend::OpTimer* timing_ = nullptr;          // op_timer_ while profiling, else nullptr
 };
 
 /// Blocks of `threads` for a grid-stride loop over `n` items (at least 1, capped so huge inputs

@@ -77,7 +77,8 @@ void CudaBackend::fill(const loom::Tensor& x, double value) {
 
 void CudaBackend::zero(const loom::Tensor& x) {
   if (x.is_contiguous() && x.numel() != 0) {
-    checks("zero").on_device("x", x);
+    const auto check = checks("zero");  // in scope until the memset is enqueued (timed as the op)
+    check.on_device("x", x);
     cuda_check(cudaMemsetAsync(x.data, 0, x.nbytes(), stream_), "zero");
     return;
   }
