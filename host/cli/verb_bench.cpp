@@ -1,4 +1,4 @@
-// `loom bench RECIPE [--steps N] [--warmup W] [--json]`: steady-state training and inference
+// `loom bench RECIPE [--steps N] [--warmup W] [--profile] [--json]`: steady-state training and inference
 // throughput of the recipe's model, data and precision (no checkpoints, no metrics files):
 // sequences/s, tokens/s, model TFLOP/s (training_flops.hpp), milliseconds per step split into
 // data, forward, backward, optimizer and communication, the process's peak RSS, and on a
@@ -15,11 +15,16 @@
 // instead: sequences/s and latency percentiles per batch size, sequence length and precision
 // (inference_bench.cpp).
 //
-// Two training loops run. The first times each phase and so waits for the backend between them:
-// it gives `ms_per_step`. The second calls train_step() exactly as `loom run` does, with no wait
-// but the step's own, and gives the throughput (`train_sequences_per_second`, tokens/s, TFLOP/s)
-// and, on a backend that counts them (TransferCounter), `syncs_per_step`: the most times one of
-// its steps made the host wait for the backend. Its batches come through the dataset, as in a run.
+// Two training loops run. The first times each phase and so waits for the backend at the end of
+// every phase (each phase's time includes the device work it queued): it gives `ms_per_step`.
+// With --profile the backend times each of its ops in that loop (OpProfiler,
+// loom/sdk/ops/op_profiler.hpp: CUDA events on backend/cuda, wall time on the CPU backends), read
+// once at the end of each step, and bench reports time, calls and share of the step per op family
+// (`profile`; eval/op_profile_summary.hpp). The second calls train_step() exactly as `loom run`
+// does, with no wait but the step's own and no per-op timing, and gives the throughput
+// (`train_sequences_per_second`, tokens/s, TFLOP/s) and, on a backend that counts them
+// (TransferCounter), `syncs_per_step`: the most times one of its steps made the host wait for the
+// backend. Its batches come through the dataset, as in a run.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -30,8 +35,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
+#include "eval/op_profile_summary.hpp"
 #include "inference_bench.hpp"
 #include "loom/sdk/ops/device_description.hpp"
+#include "loom/sdk/ops/op_profiler.hpp"
 #include "model/host_mirror.hpp"
 #include "model/model_setup.hpp"
 #include "model/training_flops.hpp"
@@ -87,6 +94,7 @@ struct BenchArguments {
   int steps = 20;
   int warmup = 3;
   bool json = false;
+  bool profile = false;
   bool inference = false;
   InferenceBenchArguments inference_args;
 };
@@ -126,26 +134,38 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
                           host::gradient_sync_options(settings.allreduce_post_accumulation,
                                                       settings.allreduce_bucket_mb, grads.copies()));
   const bool overlap = world > 1 && sync.overlapping();
+  loom::OpProfiler* const profiler = a.profile ? c.backend.find<loom::OpProfiler>() : nullptr;
+  if (a.profile && profiler == nullptr && rank == 0)
+    std::cerr << c.backend.name() << " does not time its ops (it does not offer "
+              << loom::OpProfiler::kInterfaceName << "): --profile reports the phases only\n";
+  host::OpProfileSummary profile;
+  std::vector<loom::OpFamilyTime> op_times(loom::kOpFamilyCount);
+  if (profiler != nullptr) profiler->set_op_profiling(true);
   double t_forward = 0, t_backward = 0, t_optimizer = 0, t_comm = 0, t_upload = 0;
   const double base_lr = c.optimizer.call([](loom::Optimizer& o) { return o.base_lr(); });
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     if (step == a.warmup) t_forward = t_backward = t_optimizer = t_comm = t_upload = 0;
     auto t = Clock::now();
+    // Each phase ends when the backend has done the work it queued.
+    const auto end_phase = [&](double& phase) {
+      backend.synchronize();
+      phase += since(t);
+      t = Clock::now();
+    };
     model.zero_grads();
     const loom::BatchView& view = staging.upload(batch);
-    t_upload += since(t), t = Clock::now();
+    end_phase(t_upload);
     model.forward(view, host::StepSettings{true, host::dropout_key(settings.seed, step, 0)});
     (void)model.loss();
-    t_forward += since(t), t = Clock::now();
+    end_phase(t_forward);
     if (overlap)
       model.backward(1.0f, [&](size_t first) { sync.grads_final_from(first); });
     else
       model.backward(1.0f);
-    backend.synchronize();
-    t_backward += since(t), t = Clock::now();
+    end_phase(t_backward);
     if (!on_backend) grads.pull();
     if (world > 1) sync.finish();
-    t_comm += since(t), t = Clock::now();
+    end_phase(t_comm);
     if (on_backend) {  // the gradient pass, the flag read, the update and the cast
       if (on_backend->decide().apply) on_backend->update({base_lr, 1.0});
     } else {
@@ -153,8 +173,13 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       master.push();
       model.refresh_compute_weights();
     }
-    t_optimizer += since(t);
+    end_phase(t_optimizer);
+    if (profiler != nullptr) {  // the step's ops, after its last wait (warm-up steps' discarded)
+      profiler->take_op_profile(op_times.data(), op_times.size());
+      if (step >= a.warmup) profile.add_step(op_times.data(), op_times.size());
+    }
   }
+  if (profiler != nullptr) profiler->set_op_profiling(false);
   const double phase_seconds = t_upload + t_forward + t_backward + t_comm + t_optimizer;
   host::LossSums loss_sums(backend);
   host::InstanceTrace trace(rank);
@@ -211,6 +236,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       {"train_model_tflops_per_second", tflops},
       {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
   if (loop.max_host_waits >= 0) result["syncs_per_step"] = loop.max_host_waits;
+  const double phase_step_ms = 1e3 * phase_seconds / n;
+  if (profiler != nullptr) result["profile"] = profile.to_json(phase_step_ms);
   std::string device_line;
   if (const loom::DeviceDescription* device = c.backend.find<loom::DeviceDescription>()) {
     const loom::DeviceInfo info = device->device_info();
@@ -239,19 +266,25 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
     return;
   }
   const auto& ms = result["ms_per_step"];
+  const std::string profile_lines =
+      profiler == nullptr
+          ? ""
+          : fmt::format("  profile    the backend's ops by family, in a step of {:.2f} ms (the phases):\n{}",
+                        phase_step_ms, profile.table(phase_step_ms, "    "));
   const std::string syncs =
       loop.max_host_waits >= 0 ? fmt::format(", at most {} host waits per step", loop.max_host_waits) : "";
   std::cout << fmt::format(
       "{}: batch {} × seq {}, {} parameters, {} threads\n"
       "  training   {:.1f} seq/s, {:.0f} tokens/s, {:.1f} ms/step{}\n"
       "  phases     ms/step: forward {:.1f}, backward {:.1f}, optimizer {:.1f}, communication {:.2f}, "
-      "upload {:.2f}\n"
+      "upload {:.2f}\n{}"
       "  inference  {:.1f} seq/s\n  peak RSS   {:.0f} MiB\n{}",
       a.recipe.recipe, batch.batch, batch.seq, result["parameters"].get<uint64_t>(), backend.threads(),
       result["train_sequences_per_second"].get<double>(), result["train_tokens_per_second"].get<double>(),
       ms["step"].get<double>(), syncs, ms["forward"].get<double>(), ms["backward"].get<double>(),
       ms["optimizer"].get<double>(), ms["communication"].get<double>(), ms["upload"].get<double>(),
-      result["inference_sequences_per_second"].get<double>(), result["peak_rss_mib"].get<double>(),
+      profile_lines, result["inference_sequences_per_second"].get<double>(),
+      result["peak_rss_mib"].get<double>(),
       device_line);
 }
 
@@ -263,8 +296,12 @@ void register_bench_verb(CLI::App& app, GlobalOptions& options) {
       ->check(CLI::Range(1, 100000));
   verb->add_option("--warmup", args->warmup, "untimed steps first")->check(CLI::Range(0, 1000));
   verb->add_flag("--json", args->json, "print JSON");
+  CLI::Option* profile =
+      verb->add_flag("--profile", args->profile,
+                     "time the backend's ops by op family (GEMM, attention, optimizer, ...) per step");
   CLI::Option* inference =
       verb->add_flag("--inference", args->inference, "measure inference throughput and latency instead");
+  inference->excludes(profile);
   add_inference_bench_options(*verb, inference, args->inference_args);
   add_plugin_flags(*verb, options);
   verb->callback([&options, args] {
