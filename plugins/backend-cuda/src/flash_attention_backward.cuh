@@ -133,19 +133,24 @@ struct KeyGrads {
       LOOM_UNROLL
       for (int nt = 0; nt < kQueries / 8; ++nt)
         LOOM_UNROLL
-        for (int r = 0; r < 4; ++r) {
-          const int c = 8 * nt + fragment_col(lane_index, r);
-          const int64_t i = i0 + c, j = key[r >> 1];
-          if (i >= T || j >= T) {  // no such probability: contributes nothing
-            st[nt][r] = dpt[nt][r] = 0.0f;
-            continue;
+        for (int e = 0; e < 2; ++e) {
+          const int c = 8 * nt + fragment_col(lane_index, e);
+          const int64_t i = i0 + c;
+          KeepPair keep{true, true};
+          if (shape.dropout) keep = keeps_of_key_rows(shape, bh, i, j0 + 16 * warp, lane_index);
+          const bool kept[2] = {keep.first, keep.second};
+          LOOM_UNROLL
+          for (int rr = 0; rr < 2; ++rr) {
+            const int r = 2 * rr + e;
+            if (i >= T || key[rr] >= T) {  // no such probability: contributes nothing
+              st[nt][r] = dpt[nt][r] = 0.0f;
+              continue;
+            }
+            const ProbabilityGradient pg = probability_gradient(shape, st[nt][r] * shape.scale + key_bias[rr],
+                                                                lse_tile[c], delta_tile[c], dpt[nt][r], kept[rr]);
+            st[nt][r] = pg.dropped;
+            dpt[nt][r] = pg.score_gradient;
           }
-          // Consecutive queries are T elements apart in the dropout stream: one word each.
-          const bool keep = !shape.dropout || keeps(shape, bh, i, j);
-          const ProbabilityGradient pg = probability_gradient(
-              shape, st[nt][r] * shape.scale + key_bias[r >> 1], lse_tile[c], delta_tile[c], dpt[nt][r], keep);
-          st[nt][r] = pg.dropped;
-          dpt[nt][r] = pg.score_gradient;
         }
 
       // dV += P̃ᵀ·dO, dK += dSᵀ·Q (the queries are the reduction dimension).

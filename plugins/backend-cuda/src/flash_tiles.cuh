@@ -167,16 +167,10 @@ LOOM_LANE_FN uint32_t philox_word(uint64_t seed, uint64_t index) {
 #endif
 }
 
-/// Whether dropout keeps probability (bh, i, j): element ((b·H + h)·T + i)·T + j of a contiguous
-/// [B, H, T, T] tensor, as loom/sdk/ops/fused_attention.hpp prescribes.
-LOOM_LANE_FN bool keeps(const AttentionShape& shape, int64_t bh, int64_t i, int64_t j) {
-  const auto element = static_cast<uint64_t>((bh * shape.seq + i) * shape.seq + j);
-  return philox_word(shape.seed, shape.offset + element) >= shape.threshold;
-}
-
 /// Whether dropout keeps probabilities (bh, i, j) and (bh, i, j + 1): elements
 /// ((b·H + h)·T + i)·T + j (+ 1) of a contiguous [B, H, T, T] tensor, as
-/// loom/sdk/ops/fused_attention.hpp prescribes. One Philox block gives four consecutive words, so
+/// loom/sdk/ops/fused_attention.hpp prescribes (an element is kept when its word is at least the
+/// threshold). One Philox block gives four consecutive words, so
 /// a pair costs one block unless it straddles two.
 struct KeepPair {
   bool first, second;
@@ -198,6 +192,36 @@ LOOM_LANE_FN KeepPair keeps_pair(const AttentionShape& shape, int64_t bh, int64_
   const uint32_t first = word == 0 ? w0 : word == 1 ? w1 : word == 2 ? w2 : w3;
   const uint32_t second = word == 0 ? w1 : word == 1 ? w2 : word == 2 ? w3 : philox_word(shape.seed, index + 1);
   return KeepPair{first >= shape.threshold, second >= shape.threshold};
+}
+
+/// Whether dropout keeps probabilities (bh, i, jw + g) and (bh, i, jw + g + 8) — the two keys this
+/// lane holds in a 16-key × query accumulator tile (rows g, g + 8; lanes 4g + t, g = 0..7, share
+/// query i). Their 16 words span 4 or 5 Philox blocks: lane 4g + t draws block g of them (g < 5)
+/// and turns it into 4 keep bits, and each lane fetches its two bits with shuffles — one block per
+/// lane instead of one per element. Every lane of the warp calls it (it shuffles).
+LOOM_LANE_FN KeepPair keeps_of_key_rows(const AttentionShape& shape, int64_t bh, int64_t i, int64_t jw,
+                                        int lane_index) {
+  const uint64_t base = shape.offset + static_cast<uint64_t>((bh * shape.seq + i) * shape.seq + jw);
+  const int g = lane_index >> 2, t = lane_index & 3;
+  uint32_t bits = 0;
+  if (g < 5) {
+    const uint64_t block = (base >> 2) + static_cast<uint64_t>(g);
+    uint32_t w[4];
+#if defined(__CUDA_ARCH__)
+    const uint4 words = philox_block(shape.seed, block);
+    w[0] = words.x, w[1] = words.y, w[2] = words.z, w[3] = words.w;
+#else
+    const loom::Philox4x32 words = loom::philox4x32_10(
+        loom::Philox4x32{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u}}, shape.seed);
+    for (int k = 0; k < 4; ++k) w[k] = words.word[k];
+#endif
+    LOOM_UNROLL
+    for (int k = 0; k < 4; ++k) bits |= (w[k] >= shape.threshold ? 1u : 0u) << k;
+  }
+  const int first = static_cast<int>(base & 3u) + g, second = first + 8;  // word positions from block 0
+  const uint32_t first_bits = lane::shfl_index(bits, 4 * (first >> 2) + t);
+  const uint32_t second_bits = lane::shfl_index(bits, 4 * (second >> 2) + t);
+  return KeepPair{((first_bits >> (first & 3)) & 1u) != 0, ((second_bits >> (second & 3)) & 1u) != 0};
 }
 
 /// Rows whose keys are all masked have lse ≈ kMaskedKey (every score rounds to it): their

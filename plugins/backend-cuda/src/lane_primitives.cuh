@@ -48,6 +48,8 @@ class LaneOps {
   virtual void ldmatrix_x4(uint32_t r[4], const void* row, bool trans) = 0;
   /// __shfl_xor_sync(full mask, v, lane_mask).
   virtual float shfl_xor(float v, int lane_mask) = 0;
+  /// __shfl_sync(full mask, v, source_lane).
+  virtual uint32_t shfl_index(uint32_t v, int source_lane) = 0;
 };
 
 #if !defined(__CUDA_ARCH__)
@@ -113,6 +115,14 @@ LOOM_LANE_FN float shfl_xor(float v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 #else
   return host_lane->shfl_xor(v, lane_mask);
+#endif
+}
+
+LOOM_LANE_FN uint32_t shfl_index(uint32_t v, int source_lane) {
+#if defined(__CUDA_ARCH__)
+  return __shfl_sync(0xffffffffu, v, source_lane);
+#else
+  return host_lane->shfl_index(v, source_lane);
 #endif
 }
 

@@ -23,7 +23,7 @@
 namespace loom_cuda::emulation {
 namespace {
 
-enum class Collective { mma, ldmatrix, ldmatrix_trans, shfl };
+enum class Collective { mma, ldmatrix, ldmatrix_trans, shfl, shfl_index };
 
 /// What one lane posts for one collective.
 struct Posting {
@@ -33,6 +33,7 @@ struct Posting {
   uint32_t b[2] = {};
   const void* address = nullptr;
   float value = 0.0f;
+  uint32_t word = 0;
 };
 
 /// A barrier of fibers: the last of `expected` arrivals opens it (a new generation).
@@ -77,6 +78,10 @@ class EmulatedLane final : public lane::LaneOps {
   float shfl_xor(float v, int lane_mask) override {
     post(Collective::shfl).value = v;
     return exchange(Collective::shfl)[lane_ ^ lane_mask].value;
+  }
+  uint32_t shfl_index(uint32_t v, int source_lane) override {
+    post(Collective::shfl_index).word = v;
+    return exchange(Collective::shfl_index)[source_lane & 31].word;
   }
 
  private:
