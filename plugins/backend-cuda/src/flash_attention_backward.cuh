@@ -266,7 +266,7 @@ struct QueryGrads {
         for (int rr = 0; rr < 2; ++rr) {
           const int64_t i = row[rr], j = j0 + 8 * nt + fragment_col(lane_index, 0);  // this lane's pair: j, j + 1
           KeepPair keep{true, true};
-          if (shape.dropout && i < T && j < T) keep = keeps_pair(shape, bh, i, j);
+          if (shape.dropout) keep = keeps_of_key_pair(shape, bh, i, j0 + 8 * nt, lane_index);
           const bool kept[2] = {keep.first, keep.second};
           LOOM_UNROLL
           for (int e = 0; e < 2; ++e) {

@@ -159,10 +159,9 @@ struct Forward {
     for (int nt = 0; nt < kKeys / 8; ++nt)
       LOOM_UNROLL
       for (int rr = 0; rr < 2; ++rr) {
-        const int64_t j = j0 + 8 * nt + fragment_col(lane_index, 0);  // this lane's pair: j, j + 1
-        float* pair = &s[nt][2 * rr];
+        float* pair = &s[nt][2 * rr];  // keys j0 + 8·nt + 2t and the next
         KeepPair keep{true, true};
-        if (shape.dropout && j < T && row[rr] < T) keep = keeps_pair(shape, bh, row[rr], j);
+        if (shape.dropout) keep = keeps_of_key_pair(shape, bh, row[rr], j0 + 8 * nt, lane_index);
         const bool kept[2] = {keep.first, keep.second};
         LOOM_UNROLL
         for (int e = 0; e < 2; ++e) {

@@ -157,41 +157,42 @@ LOOM_LANE_FN int fragment_col(int lane_index, int r) {
   return 2 * (lane_index & 3) + (r & 1);
 }
 
-/// Philox word `index` of stream `seed` (loom/sdk/philox.hpp on the CPU, philox_device.cuh on
-/// the GPU: the same function).
-LOOM_LANE_FN uint32_t philox_word(uint64_t seed, uint64_t index) {
+/// The keep bits of Philox block `block`: bit k set when word k is at least the threshold (an
+/// element is dropped when its word is below it, loom/sdk/philox.hpp).
+LOOM_LANE_FN uint32_t keep_bits(const AttentionShape& shape, uint64_t block) {
+  uint32_t w[4];
 #if defined(__CUDA_ARCH__)
-  return loom_cuda::philox_word(seed, index);
+  const uint4 words = philox_block(shape.seed, block);
+  w[0] = words.x, w[1] = words.y, w[2] = words.z, w[3] = words.w;
 #else
-  return loom::philox_word(seed, index);
+  const loom::Philox4x32 words = loom::philox4x32_10(
+      loom::Philox4x32{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u}}, shape.seed);
+  for (int k = 0; k < 4; ++k) w[k] = words.word[k];
 #endif
+  uint32_t bits = 0;
+  LOOM_UNROLL
+  for (int k = 0; k < 4; ++k) bits |= (w[k] >= shape.threshold ? 1u : 0u) << k;
+  return bits;
 }
 
-/// Whether dropout keeps probabilities (bh, i, j) and (bh, i, j + 1): elements
-/// ((b·H + h)·T + i)·T + j (+ 1) of a contiguous [B, H, T, T] tensor, as
-/// loom/sdk/ops/fused_attention.hpp prescribes (an element is kept when its word is at least the
-/// threshold). One Philox block gives four consecutive words, so
-/// a pair costs one block unless it straddles two.
+/// Whether dropout keeps probabilities (bh, i, j8 + 2t) and (bh, i, j8 + 2t + 1) — the pair lane
+/// 4g + t holds in row g (or g + 8) of a query × key accumulator tile whose 8 columns start at j8:
+/// elements ((b·H + h)·T + i)·T + j of a contiguous [B, H, T, T] tensor, as
+/// loom/sdk/ops/fused_attention.hpp prescribes. The quad's 8 words span 2 or 3 Philox blocks: lane
+/// t draws block t of them (t < 3) and each lane fetches its bits with shuffles. Every lane of the
+/// warp calls it (it shuffles).
 struct KeepPair {
   bool first, second;
 };
-LOOM_LANE_FN KeepPair keeps_pair(const AttentionShape& shape, int64_t bh, int64_t i, int64_t j) {
-  const uint64_t index = shape.offset + static_cast<uint64_t>((bh * shape.seq + i) * shape.seq + j);
-  const uint64_t block = index >> 2;
-  const auto word = static_cast<uint32_t>(index & 3u);
-  uint32_t w0, w1, w2, w3;
-#if defined(__CUDA_ARCH__)
-  const uint4 w = philox_block(shape.seed, block);
-  w0 = w.x, w1 = w.y, w2 = w.z, w3 = w.w;
-#else
-  const loom::Philox4x32 w = loom::philox4x32_10(
-      loom::Philox4x32{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u}}, shape.seed);
-  w0 = w.word[0], w1 = w.word[1], w2 = w.word[2], w3 = w.word[3];
-#endif
-  // Selects, not an indexed array (which would live in local memory on the GPU).
-  const uint32_t first = word == 0 ? w0 : word == 1 ? w1 : word == 2 ? w2 : w3;
-  const uint32_t second = word == 0 ? w1 : word == 1 ? w2 : word == 2 ? w3 : philox_word(shape.seed, index + 1);
-  return KeepPair{first >= shape.threshold, second >= shape.threshold};
+LOOM_LANE_FN KeepPair keeps_of_key_pair(const AttentionShape& shape, int64_t bh, int64_t i, int64_t j8,
+                                        int lane_index) {
+  const uint64_t base = shape.offset + static_cast<uint64_t>((bh * shape.seq + i) * shape.seq + j8);
+  const int g = lane_index >> 2, t = lane_index & 3;
+  const uint32_t bits = t < 3 ? keep_bits(shape, (base >> 2) + static_cast<uint64_t>(t)) : 0u;
+  const int first = static_cast<int>(base & 3u) + 2 * t, second = first + 1;  // word positions from block 0
+  const uint32_t first_bits = lane::shfl_index(bits, 4 * g + (first >> 2));
+  const uint32_t second_bits = lane::shfl_index(bits, 4 * g + (second >> 2));
+  return KeepPair{((first_bits >> (first & 3)) & 1u) != 0, ((second_bits >> (second & 3)) & 1u) != 0};
 }
 
 /// Whether dropout keeps probabilities (bh, i, jw + g) and (bh, i, jw + g + 8) — the two keys this
@@ -203,21 +204,7 @@ LOOM_LANE_FN KeepPair keeps_of_key_rows(const AttentionShape& shape, int64_t bh,
                                         int lane_index) {
   const uint64_t base = shape.offset + static_cast<uint64_t>((bh * shape.seq + i) * shape.seq + jw);
   const int g = lane_index >> 2, t = lane_index & 3;
-  uint32_t bits = 0;
-  if (g < 5) {
-    const uint64_t block = (base >> 2) + static_cast<uint64_t>(g);
-    uint32_t w[4];
-#if defined(__CUDA_ARCH__)
-    const uint4 words = philox_block(shape.seed, block);
-    w[0] = words.x, w[1] = words.y, w[2] = words.z, w[3] = words.w;
-#else
-    const loom::Philox4x32 words = loom::philox4x32_10(
-        loom::Philox4x32{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u}}, shape.seed);
-    for (int k = 0; k < 4; ++k) w[k] = words.word[k];
-#endif
-    LOOM_UNROLL
-    for (int k = 0; k < 4; ++k) bits |= (w[k] >= shape.threshold ? 1u : 0u) << k;
-  }
+  const uint32_t bits = g < 5 ? keep_bits(shape, (base >> 2) + static_cast<uint64_t>(g)) : 0u;
   const int first = static_cast<int>(base & 3u) + g, second = first + 8;  // word positions from block 0
   const uint32_t first_bits = lane::shfl_index(bits, 4 * (first >> 2) + t);
   const uint32_t second_bits = lane::shfl_index(bits, 4 * (second >> 2) + t);
