@@ -1,6 +1,7 @@
 // Fused attention backward on CUDA cores (16-bit storage with d = 64 or 128 goes to the
-// Tensor-Core kernels after the delta pass: flash_attention.hpp): dq, dk, dv from d_ctx, recomputing the probabilities from q, k and
-// the forward's lse instead of reading a stored [T, T] matrix. Deterministic: no atomics.
+// Tensor-Core kernels after the delta pass: flash_attention.hpp): dq, dk, dv from d_ctx, recomputing the
+// probabilities from q, k and the forward's lse instead of reading a stored [T, T] matrix. Deterministic: no
+// atomics.
 //
 // With P = softmax(S), P̃ = P ⊙ keep/(1 − p) and ctx = P̃·V:
 //   dP̃ = d_ctx·Vᵀ,  dP = dP̃ ⊙ keep/(1 − p),  dS = P ⊙ (dP − δ) with δ_i = Σ_c d_ctx[i,c]·ctx[i,c]

@@ -1,6 +1,6 @@
 // Fused attention forward on CUDA cores, flash-attention style (16-bit storage with d = 64 or 128
-// goes to the Tensor-Core kernels instead: flash_attention.hpp): ctx = dropout(softmax(scale·q·kᵀ + mask))·v and
-// the row log-sum-exp, without ever storing the [T, T] scores.
+// goes to the Tensor-Core kernels instead: flash_attention.hpp): ctx = dropout(softmax(scale·q·kᵀ + mask))·v
+// and the row log-sum-exp, without ever storing the [T, T] scores.
 //
 // Block = 4 warps = 16 query rows (4 per warp) of one (batch, head); the keys are walked in tiles
 // of 32 staged in shared memory (K padded to d + 1 floats per row so lane j reading key j's
@@ -123,8 +123,9 @@ void CudaBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k
                                     const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                     uint64_t offset, const loom::Tensor& ctx, const loom::Tensor& lse) {
   const auto check = checks("attention_forward");
-  const AttentionShape shape = attention_shape(
-      check, loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse), scale, p, seed, offset);
+  const AttentionShape shape =
+      attention_shape(check, loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse),
+                      scale, p, seed, offset);
   if (shape.batch * shape.heads * shape.seq == 0) return;
   const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
   if (flash_attention_serves(shape, q, k, v, ctx)) {

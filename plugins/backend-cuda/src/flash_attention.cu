@@ -16,15 +16,18 @@ using flash::HeadRows;
 template <typename Body, typename Args>
 __global__ void __launch_bounds__(Body::kThreads) flash_attention_kernel(const Args args) {
   extern __shared__ __align__(16) unsigned char shared[];
-  Body::run(args, shared, static_cast<int>(blockIdx.x), static_cast<int64_t>(blockIdx.y), static_cast<int>(threadIdx.x));
+  Body::run(args, shared, static_cast<int>(blockIdx.x), static_cast<int64_t>(blockIdx.y),
+            static_cast<int>(threadIdx.x));
 }
 
 template <typename Body, typename Args>
 void launch(const Args& args, const AttentionShape& shape, cudaStream_t stream, const char* what) {
   const auto kernel = flash_attention_kernel<Body, Args>;
   if (Body::kSharedBytes > 48 * 1024)
-    cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Body::kSharedBytes), what);
-  const dim3 grid(static_cast<unsigned>((shape.seq + 63) / 64), static_cast<unsigned>(shape.batch * shape.heads));
+    cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Body::kSharedBytes),
+               what);
+  const dim3 grid(static_cast<unsigned>((shape.seq + 63) / 64),
+                  static_cast<unsigned>(shape.batch * shape.heads));
   kernel<<<grid, Body::kThreads, Body::kSharedBytes, stream>>>(args);
 }
 
@@ -36,8 +39,9 @@ HeadRows<T> rows(const loom::Tensor& t) {
 /// Rows 16-byte aligned: the base address and every outer stride (in bytes) multiples of 16.
 bool rows_aligned(const loom::Tensor& t) {
   const auto bytes = static_cast<int64_t>(loom::dtype_size(t.dtype));
-  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && t.strides[3] == 1 && (t.strides[0] * bytes) % 16 == 0 &&
-         (t.strides[1] * bytes) % 16 == 0 && (t.strides[2] * bytes) % 16 == 0;
+  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && t.strides[3] == 1 &&
+         (t.strides[0] * bytes) % 16 == 0 && (t.strides[1] * bytes) % 16 == 0 &&
+         (t.strides[2] * bytes) % 16 == 0;
 }
 
 template <typename Fn>
@@ -66,14 +70,15 @@ bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, 
   return !d_ctx.defined() || rows_aligned(d_ctx);
 }
 
-void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask,
-                             const AttentionShape& shape, const loom::Tensor& ctx, float* lse, cudaStream_t stream) {
+void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                             const float* mask, const AttentionShape& shape, const loom::Tensor& ctx,
+                             float* lse, cudaStream_t stream) {
   with_16bit_storage(q.dtype, [&](auto storage) {
     using S = decltype(storage);
     with_head_dim(shape.head_dim, [&](auto head_dim) {
       constexpr int kD = decltype(head_dim)::value;
-      const flash::ForwardArgs<S> args{rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, mask,
-                                       shape};
+      const flash::ForwardArgs<S> args{
+          rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, mask, shape};
       launch<flash::Forward<S, kD>>(args, shape, stream, "attention_forward: cudaFuncSetAttribute");
     });
   });
@@ -89,9 +94,17 @@ void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, 
       constexpr int kD = decltype(head_dim)::value;
       const auto run = [&](auto gradient) {
         using G = decltype(gradient);
-        const flash::BackwardArgs<S, G> args{rows<const S>(q), rows<const S>(k),   rows<const S>(v),
-                                             rows<const G>(d_ctx), lse, delta, mask, rows<float>(dq),
-                                             rows<float>(dk),  rows<float>(dv),  shape};
+        const flash::BackwardArgs<S, G> args{rows<const S>(q),
+                                             rows<const S>(k),
+                                             rows<const S>(v),
+                                             rows<const G>(d_ctx),
+                                             lse,
+                                             delta,
+                                             mask,
+                                             rows<float>(dq),
+                                             rows<float>(dk),
+                                             rows<float>(dv),
+                                             shape};
         launch<flash::KeyGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
         launch<flash::QueryGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
       };

@@ -17,8 +17,9 @@ bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, 
                             const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& d_ctx = {});
 
 /// ctx and lse of the forward (the call validated, flash_attention_serves true).
-void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask,
-                             const AttentionShape& shape, const loom::Tensor& ctx, float* lse, cudaStream_t stream);
+void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                             const float* mask, const AttentionShape& shape, const loom::Tensor& ctx,
+                             float* lse, cudaStream_t stream);
 
 /// dq, dk, dv of the backward, given delta = Σ d_ctx·ctx per row already on `stream`.
 void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,

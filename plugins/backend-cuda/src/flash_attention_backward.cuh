@@ -49,10 +49,10 @@ template <typename S, typename G, int kD>
 struct KeyGrads {
   static_assert(kD == 64 || kD == 128, "head dimension 64 or 128");
   static constexpr int kWarps = 4, kThreads = 32 * kWarps;
-  static constexpr int kKeys = 16 * kWarps;              // keys per block
-  static constexpr int kQueries = kD == 64 ? 64 : 32;    // queries per tile
-  static constexpr int kSharedBytes =
-      static_cast<int>(sizeof(S)) * (2 * kKeys + 4 * kQueries) * kD + static_cast<int>(sizeof(float)) * 4 * kQueries;
+  static constexpr int kKeys = 16 * kWarps;            // keys per block
+  static constexpr int kQueries = kD == 64 ? 64 : 32;  // queries per tile
+  static constexpr int kSharedBytes = static_cast<int>(sizeof(S)) * (2 * kKeys + 4 * kQueries) * kD +
+                                      static_cast<int>(sizeof(float)) * 4 * kQueries;
 
   LOOM_LANE_FN static void stage_queries(const BackwardArgs<S, G>& a, unsigned char* shared, int buffer,
                                          int64_t b, int64_t h, int64_t bh, int64_t first, int thread) {
@@ -131,7 +131,7 @@ struct KeyGrads {
       }
       const int64_t i0 = static_cast<int64_t>(n) * kQueries;
       LOOM_UNROLL
-      for (int nt = 0; nt < kQueries / 8; ++nt)
+      for (int nt = 0; nt < kQueries / 8; ++nt) {
         LOOM_UNROLL
         for (int e = 0; e < 2; ++e) {
           const int c = 8 * nt + fragment_col(lane_index, e);
@@ -146,12 +146,14 @@ struct KeyGrads {
               st[nt][r] = dpt[nt][r] = 0.0f;
               continue;
             }
-            const ProbabilityGradient pg = probability_gradient(shape, st[nt][r] * shape.scale + key_bias[rr],
-                                                                lse_tile[c], delta_tile[c], dpt[nt][r], kept[rr]);
+            const ProbabilityGradient pg =
+                probability_gradient(shape, st[nt][r] * shape.scale + key_bias[rr], lse_tile[c],
+                                     delta_tile[c], dpt[nt][r], kept[rr]);
             st[nt][r] = pg.dropped;
             dpt[nt][r] = pg.score_gradient;
           }
         }
+      }
 
       // dV += P̃ᵀ·dO, dK += dSᵀ·Q (the queries are the reduction dimension).
       LOOM_UNROLL
@@ -178,13 +180,14 @@ struct KeyGrads {
       float* dk_row = a.dk.row(b, h, key[rr]);
       float* dv_row = a.dv.row(b, h, key[rr]);
       LOOM_UNROLL
-      for (int dt = 0; dt < kD / 8; ++dt)
+      for (int dt = 0; dt < kD / 8; ++dt) {
         LOOM_UNROLL
         for (int e = 0; e < 2; ++e) {
           const int c = 8 * dt + fragment_col(lane_index, e);
           dk_row[c] = shape.scale * dk[dt][2 * rr + e];
           dv_row[c] = dv[dt][2 * rr + e];
         }
+      }
     }
   }
 };
@@ -193,7 +196,7 @@ template <typename S, typename G, int kD>
 struct QueryGrads {
   static_assert(kD == 64 || kD == 128, "head dimension 64 or 128");
   static constexpr int kWarps = 4, kThreads = 32 * kWarps;
-  static constexpr int kQueries = 16 * kWarps;  // queries per block
+  static constexpr int kQueries = 16 * kWarps;      // queries per block
   static constexpr int kKeys = kD == 64 ? 64 : 32;  // keys per tile
   static constexpr int kSharedBytes = static_cast<int>(sizeof(S)) * (2 * kQueries + 4 * kKeys) * kD;
 
@@ -261,10 +264,11 @@ struct QueryGrads {
       }
       const int64_t j0 = static_cast<int64_t>(n) * kKeys;
       LOOM_UNROLL
-      for (int nt = 0; nt < kKeys / 8; ++nt)
+      for (int nt = 0; nt < kKeys / 8; ++nt) {
         LOOM_UNROLL
         for (int rr = 0; rr < 2; ++rr) {
-          const int64_t i = row[rr], j = j0 + 8 * nt + fragment_col(lane_index, 0);  // this lane's pair: j, j + 1
+          const int64_t i = row[rr],
+                        j = j0 + 8 * nt + fragment_col(lane_index, 0);  // this lane's pair: j, j + 1
           KeepPair keep{true, true};
           if (shape.dropout) keep = keeps_of_key_pair(shape, bh, i, j0 + 8 * nt, lane_index);
           const bool kept[2] = {keep.first, keep.second};
@@ -281,6 +285,7 @@ struct QueryGrads {
                           .score_gradient;
           }
         }
+      }
 
       // dQ += dS·K (the keys are the reduction dimension).
       LOOM_UNROLL
@@ -302,9 +307,11 @@ struct QueryGrads {
       if (row[rr] >= T) continue;
       float* dq_row = a.dq.row(b, h, row[rr]);
       LOOM_UNROLL
-      for (int dt = 0; dt < kD / 8; ++dt)
+      for (int dt = 0; dt < kD / 8; ++dt) {
         LOOM_UNROLL
-        for (int e = 0; e < 2; ++e) dq_row[8 * dt + fragment_col(lane_index, e)] = shape.scale * dq[dt][2 * rr + e];
+        for (int e = 0; e < 2; ++e)
+          dq_row[8 * dt + fragment_col(lane_index, e)] = shape.scale * dq[dt][2 * rr + e];
+      }
     }
   }
 };

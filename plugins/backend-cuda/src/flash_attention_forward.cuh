@@ -73,15 +73,16 @@ struct Forward {
         lane::cp_async_wait<0>();
       }
       lane::block_sync();
-      if (n == 0)
+      if (n == 0) {
         LOOM_UNROLL
         for (int ks = 0; ks < kD / 16; ++ks) load_a<S, kD>(q_frag[ks], q_tile, 16 * warp, ks, lane_index);
+      }
       const S* k_tile = k_tiles + buffer * kKeys * kD;
       const S* v_tile = v_tiles + buffer * kKeys * kD;
 
       float s[kKeys / 8][4] = {};
       LOOM_UNROLL
-      for (int ks = 0; ks < kD / 16; ++ks)
+      for (int ks = 0; ks < kD / 16; ++ks) {
         LOOM_UNROLL
         for (int np = 0; np < kKeys / 16; ++np) {
           uint32_t kb[2][2];
@@ -89,6 +90,7 @@ struct Forward {
           mma<S>(s[2 * np], q_frag[ks], kb[0]);
           mma<S>(s[2 * np + 1], q_frag[ks], kb[1]);
         }
+      }
       online_softmax(a, s, m, l, o, static_cast<int64_t>(n) * kKeys, b, bh, row, lane_index);
 
       LOOM_UNROLL
@@ -114,28 +116,31 @@ struct Forward {
       S* out = a.ctx.row(b, h, row[rr]);
       LOOM_UNROLL
       for (int dt = 0; dt < kD / 8; ++dt)
-        store_pair(out + 8 * dt + fragment_col(lane_index, 0), o[dt][2 * rr] * inv_l, o[dt][2 * rr + 1] * inv_l);
+        store_pair(out + 8 * dt + fragment_col(lane_index, 0), o[dt][2 * rr] * inv_l,
+                   o[dt][2 * rr + 1] * inv_l);
       if ((lane_index & 3) == 0) a.lse[bh * T + row[rr]] = m[rr] + lane::natural_log(l[rr]);
     }
   }
 
   /// Scores → dropped-out, unnormalised probabilities in place, with the running maximum m, sum l
   /// (this lane's columns only; the row's 4 lanes are summed at the end) and the output rescaled.
-  LOOM_LANE_FN static void online_softmax(const ForwardArgs<S>& a, float s[kKeys / 8][4], float m[2], float l[2],
-                                          float o[kD / 8][4], int64_t j0, int64_t b, int64_t bh,
+  LOOM_LANE_FN static void online_softmax(const ForwardArgs<S>& a, float s[kKeys / 8][4], float m[2],
+                                          float l[2], float o[kD / 8][4], int64_t j0, int64_t b, int64_t bh,
                                           const int64_t row[2], int lane_index) {
     const AttentionShape& shape = a.shape;
     const int64_t T = shape.seq;
     float tile_max[2] = {-__builtin_huge_valf(), -__builtin_huge_valf()};
     LOOM_UNROLL
-    for (int nt = 0; nt < kKeys / 8; ++nt)
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
       LOOM_UNROLL
       for (int r = 0; r < 4; ++r) {
         const int64_t j = j0 + 8 * nt + fragment_col(lane_index, r);
         float& score = s[nt][r];
-        score = j < T ? score * shape.scale + (a.mask != nullptr ? a.mask[b * T + j] : 0.0f) : -__builtin_huge_valf();
+        score = j < T ? score * shape.scale + (a.mask != nullptr ? a.mask[b * T + j] : 0.0f)
+                      : -__builtin_huge_valf();
         tile_max[r >> 1] = score > tile_max[r >> 1] ? score : tile_max[r >> 1];
       }
+    }
     float correction[2];
     LOOM_UNROLL
     for (int rr = 0; rr < 2; ++rr) {
@@ -152,11 +157,12 @@ struct Forward {
       l[rr] *= correction[rr];
     }
     LOOM_UNROLL
-    for (int dt = 0; dt < kD / 8; ++dt)
+    for (int dt = 0; dt < kD / 8; ++dt) {
       LOOM_UNROLL
       for (int r = 0; r < 4; ++r) o[dt][r] *= correction[r >> 1];
+    }
     LOOM_UNROLL
-    for (int nt = 0; nt < kKeys / 8; ++nt)
+    for (int nt = 0; nt < kKeys / 8; ++nt) {
       LOOM_UNROLL
       for (int rr = 0; rr < 2; ++rr) {
         float* pair = &s[nt][2 * rr];  // keys j0 + 8·nt + 2t and the next
@@ -170,6 +176,7 @@ struct Forward {
           pair[e] = !shape.dropout ? p : kept[e] ? p * shape.inv_keep : 0.0f;
         }
       }
+    }
   }
 };
 

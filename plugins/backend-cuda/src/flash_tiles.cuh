@@ -58,8 +58,8 @@ LOOM_LANE_FN void store_16_bytes(void* destination, const uint32_t words[4]) {
 /// thread of the block taking 16-byte chunks in turn; rows at or past `seq` become zeros (plain
 /// stores: nothing to copy). Call cp_async_commit() and wait before reading.
 template <typename S, int kD, int kRows, int kThreads>
-LOOM_LANE_FN void stage_tile(S* tile, HeadRows<const S> source, int64_t b, int64_t h, int64_t first, int64_t seq,
-                             int thread) {
+LOOM_LANE_FN void stage_tile(S* tile, HeadRows<const S> source, int64_t b, int64_t h, int64_t first,
+                             int64_t seq, int thread) {
   constexpr int kChunks = kD / 8;
   for (int index = thread; index < kRows * kChunks; index += kThreads) {
     const int r = index / kChunks, chunk = index % kChunks;
@@ -86,7 +86,8 @@ LOOM_LANE_FN void stage_tile(S* tile, HeadRows<const float> source, int64_t b, i
       const float* values = source.row(b, h, first + r) + chunk * 8;
       float f[8];
 #if defined(__CUDA_ARCH__)
-      const float4 low = reinterpret_cast<const float4*>(values)[0], high = reinterpret_cast<const float4*>(values)[1];
+      const float4 low = reinterpret_cast<const float4*>(values)[0],
+                   high = reinterpret_cast<const float4*>(values)[1];
       f[0] = low.x, f[1] = low.y, f[2] = low.z, f[3] = low.w, f[4] = high.x, f[5] = high.y, f[6] = high.z,
       f[7] = high.w;
 #else
@@ -166,7 +167,8 @@ LOOM_LANE_FN uint32_t keep_bits(const AttentionShape& shape, uint64_t block) {
   w[0] = words.x, w[1] = words.y, w[2] = words.z, w[3] = words.w;
 #else
   const loom::Philox4x32 words = loom::philox4x32_10(
-      loom::Philox4x32{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u}}, shape.seed);
+      loom::Philox4x32{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u}},
+      shape.seed);
   for (int k = 0; k < 4; ++k) w[k] = words.word[k];
 #endif
   uint32_t bits = 0;

@@ -43,7 +43,8 @@ class LaneOps {
   virtual void block_sync() = 0;
   /// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 d, a, b, c (bf16: true for
   /// bf16 operands, false for f16).
-  virtual void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4], bool bf16) = 0;
+  virtual void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4],
+                         bool bf16) = 0;
   /// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 r, [row]: this lane supplies one row address.
   virtual void ldmatrix_x4(uint32_t r[4], const void* row, bool trans) = 0;
   /// __shfl_xor_sync(full mask, v, lane_mask).

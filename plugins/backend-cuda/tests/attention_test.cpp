@@ -249,7 +249,8 @@ TEST_P(AttentionAtProductionSizeTest, BF16WithPaddingMatchesTheCpuFusedOpWithinD
   for (auto [name, device, reference, bounds] :
        {std::tuple{"dq", &dq_g, &dq_c, &bound.dq}, std::tuple{"dk", &dk_g, &dk_c, &bound.dk},
         std::tuple{"dv", &dv_g, &dv_c, &bound.dv}})
-    loom_cuda::flash_test::expect_within(device->download(*gpu).floats(), reference->floats(), *bounds, what + " " + name);
+    loom_cuda::flash_test::expect_within(device->download(*gpu).floats(), reference->floats(), *bounds,
+                                         what + " " + name);
   expect_close(delta_g.download(*gpu).floats(), delta_c.floats(), 1e-4, 1e-4, what + " delta");
 
   // Deterministic at this size too: a second backward gives the same bits.

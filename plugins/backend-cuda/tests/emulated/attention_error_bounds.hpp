@@ -19,9 +19,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
-#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -87,7 +87,8 @@ inline AttentionBounds attention_error_bounds(const AttentionProblem& a) {
       for (int64_t j = 0; j < T; ++j) {
         const double prob = all_masked ? 1.0 / static_cast<double>(T) : std::exp(s[j] - max_s) / l;
         const bool keep =
-            a.p == 0.0f || loom::philox_word(a.seed, a.offset + static_cast<uint64_t>((bh * T + i) * T + j)) >= threshold;
+            a.p == 0.0f ||
+            loom::philox_word(a.seed, a.offset + static_cast<uint64_t>((bh * T + i) * T + j)) >= threshold;
         double dp = 0, abs_dp = 0;
         for (int64_t c = 0; c < d; ++c) {
           const double term = double{a.d_ctx[at(b, i, h, c)]} * a.v[at(b, j, h, c)];
@@ -126,7 +127,8 @@ inline AttentionBounds attention_error_bounds(const AttentionProblem& a) {
 
   // Heads are independent: spread them over the cores (production sizes have thousands).
   const int64_t heads_total = B * H;
-  const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(heads_total, std::thread::hardware_concurrency()));
+  const int64_t workers =
+      std::max<int64_t>(1, std::min<int64_t>(heads_total, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (int64_t w = 0; w < workers; ++w)
     pool.emplace_back([&, w] {
@@ -138,7 +140,7 @@ inline AttentionBounds attention_error_bounds(const AttentionProblem& a) {
 
 /// Element-wise |actual − expected| ≤ bound; reports the worst excess.
 inline void expect_within(const std::vector<float>& actual, const std::vector<float>& expected,
-                   const std::vector<double>& bound, const std::string& what) {
+                          const std::vector<double>& bound, const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size());
   double worst = 0, largest_share = 0;
   size_t worst_at = 0, failures = 0;
@@ -151,7 +153,8 @@ inline void expect_within(const std::vector<float>& actual, const std::vector<fl
   // How much of its bound the worst element uses (printed: a bound far above every error tests little).
   std::printf("%s: largest error / bound %.3f\n", what.c_str(), largest_share);
   EXPECT_EQ(failures, 0u) << what << ": worst at " << worst_at << ": " << actual[worst_at] << " vs "
-                          << expected[worst_at] << " (bound " << bound[worst_at] << ", excess " << worst << ")";
+                          << expected[worst_at] << " (bound " << bound[worst_at] << ", excess " << worst
+                          << ")";
 }
 
 }  // namespace loom_cuda::flash_test

@@ -36,7 +36,8 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* out) {
   *out << "T=" << c.seq << " d=" << c.head_dim << " " << loom::dtype_name(c.dtype) << " p=" << c.p
-       << (c.batch1_all_masked ? " batch 1 all masked" : "") << (c.f32_gradient ? " f32 d_ctx" : " 16-bit d_ctx");
+       << (c.batch1_all_masked ? " batch 1 all masked" : "")
+       << (c.f32_gradient ? " f32 d_ctx" : " 16-bit d_ctx");
 }
 
 template <typename S>
@@ -94,7 +95,8 @@ void check(const Case& cs) {
 
   // [B, T, H, d] activations (the encoder's [B·T, H·d]); the kernels see per-head views.
   const size_t n = static_cast<size_t>(B * T * H * d);
-  std::vector<S> q = rounded<S>(random_floats(n, 1, -2.0f, 2.0f)), k = rounded<S>(random_floats(n, 2, -2.0f, 2.0f)),
+  std::vector<S> q = rounded<S>(random_floats(n, 1, -2.0f, 2.0f)),
+                 k = rounded<S>(random_floats(n, 2, -2.0f, 2.0f)),
                  v = rounded<S>(random_floats(n, 3, -1.0f, 1.0f));
   std::vector<float> d_ctx = random_floats(n, 4, -1.0f, 1.0f);
   std::vector<S> d_ctx16 = rounded<S>(d_ctx);
@@ -118,31 +120,44 @@ void check(const Case& cs) {
   cpu.attention_forward(heads(q.data(), storage), heads(k.data(), storage), heads(v.data(), storage), mask_t,
                         scale, cs.p, seed, offset, heads(ctx_ref.data(), storage),
                         loom::Tensor::contiguous(lse_ref.data(), DType::f32, {B, H, T}));
-  cpu.attention_backward(cs.f32_gradient ? heads(d_ctx.data(), DType::f32) : heads(d_ctx16.data(), storage),
-                         heads(q.data(), storage), heads(k.data(), storage), heads(v.data(), storage),
-                         heads(ctx_ref.data(), storage), loom::Tensor::contiguous(lse_ref.data(), DType::f32, {B, H, T}),
-                         mask_t, scale, cs.p, seed, offset, heads(dq_ref.data(), DType::f32),
-                         heads(dk_ref.data(), DType::f32), heads(dv_ref.data(), DType::f32),
-                         loom::Tensor::contiguous(delta.data(), DType::f32, {B, H, T}));
+  cpu.attention_backward(
+      cs.f32_gradient ? heads(d_ctx.data(), DType::f32) : heads(d_ctx16.data(), storage),
+      heads(q.data(), storage), heads(k.data(), storage), heads(v.data(), storage),
+      heads(ctx_ref.data(), storage), loom::Tensor::contiguous(lse_ref.data(), DType::f32, {B, H, T}), mask_t,
+      scale, cs.p, seed, offset, heads(dq_ref.data(), DType::f32), heads(dk_ref.data(), DType::f32),
+      heads(dv_ref.data(), DType::f32), loom::Tensor::contiguous(delta.data(), DType::f32, {B, H, T}));
 
   // The kernels, lane by lane.
-  const AttentionShape shape{B, H, T, d, scale, cs.p > 0.0f, loom::dropout_threshold(cs.p), 1.0f / (1.0f - cs.p),
-                             seed, offset};
+  const AttentionShape shape{
+      B, H, T, d, scale, cs.p > 0.0f, loom::dropout_threshold(cs.p), 1.0f / (1.0f - cs.p), seed, offset};
   const auto rows_of = [&](auto* data) {
     using T_ = std::remove_pointer_t<decltype(data)>;
     return HeadRows<T_>{data, T * H * d, d, H * d};
   };
   std::vector<S> ctx(n);
   std::vector<float> lse(static_cast<size_t>(BH * T)), dq(n, NAN), dk(n, NAN), dv(n, NAN);
-  const ForwardArgs<S> fa{rows_of(static_cast<const S*>(q.data())), rows_of(static_cast<const S*>(k.data())),
-                          rows_of(static_cast<const S*>(v.data())), rows_of(ctx.data()), lse.data(), mask.data(), shape};
+  const ForwardArgs<S> fa{rows_of(static_cast<const S*>(q.data())),
+                          rows_of(static_cast<const S*>(k.data())),
+                          rows_of(static_cast<const S*>(v.data())),
+                          rows_of(ctx.data()),
+                          lse.data(),
+                          mask.data(),
+                          shape};
   const int64_t blocks = (T + 63) / 64;
   run_grid<Forward<S, kD>>(fa, blocks, BH);
   const auto backward = [&](const auto& g_rows) {
     using G = std::remove_cv_t<std::remove_pointer_t<decltype(g_rows.data)>>;
-    const BackwardArgs<S, G> ba{rows_of(static_cast<const S*>(q.data())), rows_of(static_cast<const S*>(k.data())),
-                                rows_of(static_cast<const S*>(v.data())), g_rows, lse_ref.data(), delta.data(),
-                                mask.data(), rows_of(dq.data()), rows_of(dk.data()), rows_of(dv.data()), shape};
+    const BackwardArgs<S, G> ba{rows_of(static_cast<const S*>(q.data())),
+                                rows_of(static_cast<const S*>(k.data())),
+                                rows_of(static_cast<const S*>(v.data())),
+                                g_rows,
+                                lse_ref.data(),
+                                delta.data(),
+                                mask.data(),
+                                rows_of(dq.data()),
+                                rows_of(dk.data()),
+                                rows_of(dv.data()),
+                                shape};
     run_grid<KeyGrads<S, G, kD>>(ba, blocks, BH);
     run_grid<QueryGrads<S, G, kD>>(ba, blocks, BH);
   };
@@ -154,8 +169,8 @@ void check(const Case& cs) {
   const std::vector<float> qf = widened(q), kf = widened(k), vf = widened(v), ctxf = widened(ctx_ref);
   const std::vector<float> gf = cs.f32_gradient ? d_ctx : widened(d_ctx16);
   const flash_test::AttentionBounds bound = flash_test::attention_error_bounds(
-      {B, H, T, d, scale, cs.p, seed, offset, qf.data(), kf.data(), vf.data(), gf.data(), ctxf.data(), mask.data(),
-       std::is_same_v<S, loom::BFloat16> ? 0x1p-8 : 0x1p-11, cs.f32_gradient});
+      {B, H, T, d, scale, cs.p, seed, offset, qf.data(), kf.data(), vf.data(), gf.data(), ctxf.data(),
+       mask.data(), std::is_same_v<S, loom::BFloat16> ? 0x1p-8 : 0x1p-11, cs.f32_gradient});
   const auto& ctx_bound = bound.ctx;
   const auto& lse_bound = bound.lse;
   const auto& dq_bound = bound.dq;
@@ -177,12 +192,15 @@ TEST_P(FlashAttentionEmulated, MatchesBackendCpuWithinDerivedBounds) {
     cs.head_dim == 64 ? check<loom::Half, 64>(cs) : check<loom::Half, 128>(cs);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, FlashAttentionEmulated,
-    ::testing::Values(Case{1, 64, DType::bf16, 0.0f, false, true}, Case{37, 64, DType::bf16, 0.1f, true, true},
-                      Case{64, 64, DType::f16, 0.0f, false, false}, Case{77, 64, DType::bf16, 0.1f, false, false},
-                      Case{130, 64, DType::f16, 0.1f, true, true}, Case{37, 128, DType::bf16, 0.0f, true, true},
-                      Case{77, 128, DType::f16, 0.1f, false, true}, Case{200, 128, DType::bf16, 0.1f, true, true}));
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionEmulated,
+                         ::testing::Values(Case{1, 64, DType::bf16, 0.0f, false, true},
+                                           Case{37, 64, DType::bf16, 0.1f, true, true},
+                                           Case{64, 64, DType::f16, 0.0f, false, false},
+                                           Case{77, 64, DType::bf16, 0.1f, false, false},
+                                           Case{130, 64, DType::f16, 0.1f, true, true},
+                                           Case{37, 128, DType::bf16, 0.0f, true, true},
+                                           Case{77, 128, DType::f16, 0.1f, false, true},
+                                           Case{200, 128, DType::bf16, 0.1f, true, true}));
 
 }  // namespace
 }  // namespace loom_cuda::flash

@@ -69,7 +69,8 @@ void expect_products_of_staged_tiles() {
       }
     }
     for (int nt = 0; nt < 4; ++nt)
-      for (int r = 0; r < 4; ++r) xy[fragment_row(thread, r) * 32 + 8 * nt + fragment_col(thread, r)] = c[nt][r];
+      for (int r = 0; r < 4; ++r)
+        xy[fragment_row(thread, r) * 32 + 8 * nt + fragment_col(thread, r)] = c[nt][r];
     // E = C·Y[0..31, :] (k = the 32 rows of y): C's accumulators become A fragments.
     float e[kD / 8][4] = {};
     for (int kk = 0; kk < 2; ++kk) {
@@ -83,7 +84,8 @@ void expect_products_of_staged_tiles() {
       }
     }
     for (int dt = 0; dt < kD / 8; ++dt)
-      for (int r = 0; r < 4; ++r) xty[fragment_row(thread, r) * kD + 8 * dt + fragment_col(thread, r)] = e[dt][r];
+      for (int r = 0; r < 4; ++r)
+        xty[fragment_row(thread, r) * kD + 8 * dt + fragment_col(thread, r)] = e[dt][r];
   });
   ASSERT_TRUE(errors.empty()) << errors.front();
 
@@ -103,7 +105,8 @@ void expect_products_of_staged_tiles() {
       double sum = 0, magnitude = 0;
       for (int j = 0; j < 32; ++j) {
         const double term =
-            static_cast<double>(value_of(round_to<S>(static_cast<float>(expected_xy[i * 32 + j])))) * at(y, j, c);
+            static_cast<double>(value_of(round_to<S>(static_cast<float>(expected_xy[i * 32 + j])))) *
+            at(y, j, c);
         sum += term;
         magnitude += std::abs(term);
       }

@@ -70,7 +70,8 @@ class Block;
 
 class EmulatedLane final : public lane::LaneOps {
  public:
-  EmulatedLane(Block& block, Warp& warp, int thread) : block_(block), warp_(warp), thread_(thread), lane_(thread & 31) {}
+  EmulatedLane(Block& block, Warp& warp, int thread)
+      : block_(block), warp_(warp), thread_(thread), lane_(thread & 31) {}
 
   void block_sync() override;
   void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4], bool bf16) override;
@@ -251,7 +252,8 @@ const Posting* EmulatedLane::exchange(Collective kind) {
   return all;
 }
 
-void EmulatedLane::mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4], bool bf16) {
+void EmulatedLane::mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4],
+                             bool bf16) {
   Posting& mine = post(Collective::mma);
   std::memcpy(mine.a, a, sizeof mine.a);
   std::memcpy(mine.b, b, sizeof mine.b);
@@ -262,7 +264,9 @@ void EmulatedLane::mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2
   const auto a_at = [&](int row, int k) {
     return element(all[(row % 8) * 4 + (k % 8) / 2].a[(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k % 2, bf16);
   };
-  const auto b_at = [&](int k, int n) { return element(all[4 * n + (k % 8) / 2].b[k >= 8 ? 1 : 0], k % 2, bf16); };
+  const auto b_at = [&](int k, int n) {
+    return element(all[4 * n + (k % 8) / 2].b[k >= 8 ? 1 : 0], k % 2, bf16);
+  };
   for (int r = 0; r < 4; ++r) {
     const int row = lane_ / 4 + 8 * (r / 2), col = 2 * (lane_ % 4) + r % 2;
     double sum = c[r];
