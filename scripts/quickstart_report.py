@@ -1,10 +1,12 @@
 """The quickstart's summary and picture, from its runs' metrics.jsonl files.
 
-Usage: /usr/bin/python3 scripts/quickstart_report.py RUNS_DIR STAGE_SECONDS_JSON PHASE1_CHECKPOINT
+Usage: /usr/bin/python3 scripts/quickstart_report.py RUNS_DIR STAGE_SECONDS_JSON PHASE1_CHECKPOINT [DEVICE]
 Reads RUNS_DIR/quickstart-phase1 (training loss, held-out evaluations split by [MASK] / kept /
-random positions), quickstart-spam and quickstart-spam-scratch (full data), and
-quickstart-spam-lowres-{pretrained,scratch}-seedN (200 labelled mails). Writes
-RUNS_DIR/quickstart/summary.json and RUNS_DIR/quickstart/report.png, prints the table.
+random positions), quickstart-spam and quickstart-spam-scratch (full data),
+quickstart-spam-lowres-{pretrained,scratch}-seedN (200 labelled mails) and, where they exist (the
+quickstart on a GPU), quickstart-squad-mentions-{pretrained,scratch}. Writes
+RUNS_DIR/quickstart/summary.json and RUNS_DIR/quickstart/report.png, prints the table. DEVICE (cpu
+or cuda, default cpu) and the phase-1 model are recorded in the summary.
 """
 import json
 import pathlib
@@ -92,7 +94,25 @@ def plot(path, phase1_train, phase1_evals, fine_tuning):
     figure.savefig(path, dpi=100)
 
 
-def main(runs_dir, stage_seconds, checkpoint):
+def phase1_model(checkpoint):
+    """"bert-tiny"-style description of the phase-1 checkpoint's config.json (layers × hidden, vocab)."""
+    try:
+        config = json.loads(pathlib.Path(checkpoint, "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return {k: config.get(k) for k in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")}
+
+
+def squad_results(runs):
+    """Exact match and F1 of the SQuAD-format stand-in from the pre-trained weights and from scratch,
+    or None when the quickstart did not run it (on the CPU)."""
+    found = {init: runs / f"quickstart-squad-mentions-{init}" for init in ("pretrained", "scratch")}
+    if not all((path / "metrics.jsonl").exists() for path in found.values()):
+        return None
+    return {init: {m: last_eval(path)["eval_" + m] for m in ("exact_match", "f1")} for init, path in found.items()}
+
+
+def main(runs_dir, stage_seconds, checkpoint, device="cpu"):
     runs = pathlib.Path(runs_dir)
     phase1 = runs / "quickstart-phase1"
     phase1_evals = [r for r in records(phase1, "eval") if "eval_mlm_mask_accuracy" in r]
@@ -122,7 +142,11 @@ def main(runs_dir, stage_seconds, checkpoint):
         "spam_lowres_seeds": {init: {m: s["values"] for m, s in metrics.items()}
                               for init, metrics in fine_tuning["lowres"].items()},
         "stage_seconds": json.loads(stage_seconds), "phase1_checkpoint": checkpoint,
+        "device": device, "phase1_model": phase1_model(checkpoint),
     }
+    squad = squad_results(runs)
+    if squad is not None:
+        summary.update({f"squad_mentions_{m}_{init}": squad[init][m] for init in squad for m in ("exact_match", "f1")})
     out = runs / "quickstart"
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -145,7 +169,10 @@ def main(runs_dir, stage_seconds, checkpoint):
         a, f1 = fine_tuning["lowres"][init]["accuracy"], fine_tuning["lowres"][init]["f1"]
         rows.append((f"spam, 200 mails, {label} (3 seeds)", f"{100 * a['mean']:.1f}% (min {100 * a['min']:.1f}, "
                      f"max {100 * a['max']:.1f}) / F1 {f1['mean']:.3f}"))
-    rows += [("stage seconds", ", ".join(f"{k} {v}" for k, v in s["stage_seconds"].items())),
+    if squad is not None:
+        for init, label in (("pretrained", "pre-trained"), ("scratch", "from scratch")):
+            rows.append((f"squad-mentions, {label}", f"EM {squad[init]['exact_match']:.1f} / F1 {squad[init]['f1']:.1f}"))
+    rows += [("device", device), ("stage seconds", ", ".join(f"{k} {v}" for k, v in s["stage_seconds"].items())),
              ("phase-1 checkpoint", checkpoint), ("summary", str(out / "summary.json")),
              ("picture", str(out / "report.png"))]
     print("\nLoom quickstart")
@@ -155,4 +182,4 @@ def main(runs_dir, stage_seconds, checkpoint):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

@@ -9,8 +9,10 @@ src=$2
 cd "$src" || exit 1
 # The recipes name the fetched vocabulary, which `loom check` verifies exists.
 scripts/fetch-data > /dev/null 2>&1 || { echo "FAIL: scripts/fetch-data"; exit 1; }
-# The quickstart's recipes name the vocabulary scripts/quickstart learns from the corpora.
+# The quickstart's recipes name the vocabularies scripts/quickstart learns from the corpora (the
+# GPU quickstart's from data/raw and data/raw-extra).
 scripts/quickstart-vocab "$loom" > /dev/null || { echo "FAIL: scripts/quickstart-vocab"; exit 1; }
+scripts/quickstart-vocab --gpu "$loom" > /dev/null || { echo "FAIL: scripts/quickstart-vocab --gpu"; exit 1; }
 failures=0
 count=0
 backends=(cpu)

@@ -7,7 +7,10 @@ summary.json and summary.txt with every GPU part marked skipped; the fields are 
 the full check and for --quick. The rules that need a GPU's output are checked on made-up logs
 through gpu-check's own functions: memcheck stopped at its limit passes with a note when it found
 no error and fails when it found one; the attention benchmark's figures reach summary.json and
-summary.txt; a part skipped on request (--quick, --skip-benchmarks) does not fail the check.
+summary.txt; a part skipped on request (--quick, --skip-benchmarks) does not fail the check. The
+learning part (--corpus, --learn-minutes) runs tiny on the CPU here, on text made from the project's
+documentation, for 6 seconds: calibrated steps, a held-out curve and the baseline reach summary.json
+and summary.txt; a missing corpus fails it with the reason.
 Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR. Exit 77 (skipped) where an NVIDIA GPU is present.
 """
 import importlib.machinery
@@ -57,7 +60,9 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(summary["require_gpu"] is False, "LOOM_REQUIRE_GPU must not be set without a GPU")
     parts = summary["parts"]
     check(set(parts) == {"data", "gpu_tests", "nccl_one_rank", "memcheck", "end_to_end", "benchmarks",
-                         "attention_bench"}, f"parts {sorted(parts)}")
+                         "attention_bench", "learning"}, f"parts {sorted(parts)}")
+    check(parts["learning"]["status"] == "skipped" and parts["learning"].get("requested") is True
+          and "no --corpus" in parts["learning"]["reason"], f"learning without --corpus: {parts['learning']}")
     check(summary["mode"] == "full" and summary["limits"]["attention_bench"] > 0, f"mode {summary.get('mode')}")
     for name in ("data", "memcheck", "benchmarks", "attention_bench"):
         check(parts[name]["status"] == "skipped" and "no NVIDIA GPU" in parts[name]["reason"],
@@ -99,6 +104,45 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(sum(summary["limits"][k] for k in ran) <= 300, f"--quick limits {summary['limits']}")
     check(summary["tests"]["skipped"] == parts["gpu_tests"]["skipped"] + 1, f"--quick tests {summary['tests']}")
     check(summary["ok"] is True, "--quick ok")
+
+    # The learning part on the CPU: a tiny corpus (the documentation, one file per page), 0.1 minutes.
+    corpus = scratch / "corpus"
+    corpus.mkdir()
+    for index, page in enumerate(sorted((source / "docs").glob("*.md"))):
+        (corpus / f"{index:02d}.txt").write_text(page.read_text())
+    out = scratch / "learning"
+    learned = subprocess.run([gpu_check, out, "--build", build, "--allow-no-gpu", "--quick", "--skip-benchmarks",
+                              "--corpus", corpus, "--learn-minutes", "0.1"], capture_output=True, text=True, timeout=300)
+    print(learned.stdout, learned.stderr, sep="")
+    check(learned.returncode == 0, f"--corpus exited {learned.returncode}")
+    summary = json.loads((out / "summary.json").read_text())
+    part = summary["parts"]["learning"]
+    check(summary["learn_minutes"] == 0.1, f"learn_minutes {summary.get('learn_minutes')}")
+    check(part["status"] == "passed" and part["device"] == "cpu" and part["model"] == "bert-tiny.json", f"learning {part}")
+    check("tiny on backend/cpu" in part.get("note", ""), f"learning note {part.get('note')}")
+    check(part.get("steps", 0) >= 2 and part.get("calibrated_step_ms", 0) > 0, f"learning calibration {part}")
+    curve = part.get("curve", [])
+    check(len(curve) >= 2 and curve[-1]["step"] == part["steps"], f"learning curve {curve}")
+    check(all(a["minutes"] <= b["minutes"] and a["step"] < b["step"] for a, b in zip(curve, curve[1:])),
+          f"curve not in training order {curve}")
+    check(all(0 <= p["mask_accuracy"] <= 1 and p["mask_loss"] > 0 and 0 < p["unigram_baseline"] < 1 for p in curve),
+          f"curve values {curve}")
+    check(abs(part["ratio"] - part["mask_accuracy"] / part["unigram_baseline"]) < 1e-3
+          and part["learned"] == (part["ratio"] >= 2.0), f"learning ratio {part}")
+    check(part["trained_minutes"] < 0.1 * 1.5, f"trained {part['trained_minutes']} min of a 0.1-minute budget")
+    for log in part["logs"]:
+        check((out / log).exists(), f"learning log {log}")
+    text = (out / "summary.txt").read_text()
+    check("learning       passed: held-out [MASK] accuracy" in text and "unigram baseline" in text
+          and f"step {part['steps']:>6}" in text, f"summary.txt's learning lines: {text}")
+    missing = subprocess.run([gpu_check, scratch / "missing", "--build", build, "--allow-no-gpu", "--quick",
+                              "--skip-benchmarks", "--corpus", scratch / "no-such-corpus"], capture_output=True,
+                             text=True, timeout=300)
+    part = json.loads((scratch / "missing/summary.json").read_text())["parts"]["learning"]
+    check(missing.returncode == 1 and part["status"] == "failed" and "not a directory" in part["reason"],
+          f"a missing corpus: exit {missing.returncode}, {part}")
+    refused = subprocess.run([gpu_check, scratch / "zero", "--learn-minutes", "0"], capture_output=True, text=True)
+    check(refused.returncode == 2 and "--learn-minutes must be positive" in refused.stderr, "--learn-minutes 0")
 
     # The rules for a GPU's output, on made-up logs through gpu-check's own functions.
     sys.dont_write_bytecode = True  # no cache beside scripts/gpu-check
@@ -161,4 +205,4 @@ if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
 print("ok: gpu-check refuses without a GPU, with --allow-no-gpu (and --quick) writes a summary with the GPU parts "
-      "skipped, and judges memcheck and the attention benchmark as stated")
+      "skipped, runs the learning part tiny on the CPU, and judges memcheck and the attention benchmark as stated")

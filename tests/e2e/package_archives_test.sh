@@ -61,6 +61,8 @@ grep -q "$root/lib/loom/plugins/libloom-datasets.so" "$work/plugins.txt" || fail
 if [ -f "$root/lib/loom/plugins/libloom-backend-cuda.so" ]; then
   for path in lib/loom/gpu-check/loom_backend_cuda_tests lib/loom/gpu-check/loom_parity_compare \
               lib/loom/gpu-check/loom_attention_bench share/loom/scripts/gpu-check \
+              share/loom/scripts/gpu_check_learning.py share/loom/configs/quickstart/gpu-pretrain-phase1.toml \
+              share/loom/configs/models/bert-small-v8192.json \
               share/loom/scripts/bench/compare-pytorch-cuda share/loom/scripts/bench/pytorch_bert_train.py \
               share/loom/scripts/bench/compare-attention share/loom/scripts/bench/pytorch_attention.py \
               share/loom/tests/e2e/gpu_training_test.sh \

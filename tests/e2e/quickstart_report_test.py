@@ -1,6 +1,8 @@
 """scripts/quickstart_report.py on synthetic run directories: the summary has every key issue 14
 names with the right values (means over seeds, the last phase-1 evaluation), report.png is a PNG
-of the expected size, and a missing run is a clear error. Usage: quickstart_report_test.py SOURCE_DIR"""
+of the expected size, and a missing run is a clear error; on a GPU (device cuda, SQuAD stand-in runs
+present) the summary also has the device, the phase-1 model and exact match / F1 of both
+initialisations. Usage: quickstart_report_test.py SOURCE_DIR"""
 import json
 import pathlib
 import subprocess
@@ -48,10 +50,32 @@ with tempfile.TemporaryDirectory() as tmp:
     for key, value in expected.items():
         assert abs(summary[key] - value) < 1e-12, (key, summary[key], value)
     assert summary["stage_seconds"] == {"phase1": 12} and summary["phase1_checkpoint"] == "ckpt"
+    assert summary["device"] == "cpu" and summary["phase1_model"] is None, summary
+    assert not any(k.startswith("squad_mentions") for k in summary), "SQuAD figures without SQuAD runs"
     png = (runs / "quickstart" / "report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n", "report.png is not a PNG"
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert (width, height) == (1600, 480), (width, height)
+
+    # The GPU quickstart: its device, the checkpoint's model and the SQuAD stand-in's figures.
+    checkpoint = runs / "quickstart-phase1" / "checkpoints" / "step-000150"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_text(json.dumps({"num_hidden_layers": 4, "hidden_size": 512,
+                                                        "num_attention_heads": 8, "vocab_size": 8192}))
+    write_run(runs, "quickstart-squad-mentions-pretrained", [{"type": "eval", "step": 9, "eval_exact_match": 61.5,
+                                                              "eval_f1": 70.25}])
+    write_run(runs, "quickstart-squad-mentions-scratch", [{"type": "eval", "step": 9, "eval_exact_match": 40.0,
+                                                           "eval_f1": 50.5}])
+    out = subprocess.run([sys.executable, script, str(runs), "{}", str(checkpoint), "cuda"], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads((runs / "quickstart" / "summary.json").read_text())
+    assert summary["device"] == "cuda", summary
+    assert summary["phase1_model"] == {"num_hidden_layers": 4, "hidden_size": 512, "num_attention_heads": 8,
+                                       "vocab_size": 8192}, summary["phase1_model"]
+    assert (summary["squad_mentions_exact_match_pretrained"], summary["squad_mentions_f1_pretrained"],
+            summary["squad_mentions_exact_match_scratch"], summary["squad_mentions_f1_scratch"]) == (61.5, 70.25, 40.0, 50.5)
+    assert "squad-mentions, pre-trained" in out.stdout and "EM 61.5 / F1 70.2" in out.stdout, out.stdout
 
     # A missing low-resource run names what is missing.
     for path in runs.glob("quickstart-spam-lowres-scratch-seed*"):
