@@ -1,6 +1,8 @@
 """Held-out [MASK] accuracy against wall-clock training time for scripts/bench/mlm-sweep's runs.
 
-Usage: /usr/bin/python3 scripts/bench/mlm_sweep_report.py RUNS_DIR PLOT.png
+Usage: /usr/bin/python3 scripts/bench/mlm_sweep_report.py RUNS_DIR PLOT.png [WHAT]
+(WHAT names the runs in the title; given, the x axis is minutes on the device that ran them instead
+of seconds on the 2-core machine.)
 Writes RUNS_DIR/results.json (one entry a run: its eval points and training seconds) and the plot;
 prints a table. Training seconds are the sum of step_ms over the train records (evaluation time
 left out), so candidates compare by the time their training steps take.
@@ -32,7 +34,7 @@ def read_run(path):
     return {"points": points, "train_seconds": seconds, "steps": last_step}
 
 
-def main(runs_dir, plot_path):
+def main(runs_dir, plot_path, what=None):
     runs = {}
     for metrics in sorted(pathlib.Path(runs_dir).glob("*/metrics.jsonl")):
         run = read_run(metrics)
@@ -45,7 +47,7 @@ def main(runs_dir, plot_path):
     figure, axes = plt.subplots(figsize=(8, 5))
     baselines = {}
     for name, run in runs.items():
-        xs = [p["seconds"] for p in run["points"]]
+        xs = [p["seconds"] / (60 if what else 1) for p in run["points"]]
         ys = [100 * p["mask_accuracy"] for p in run["points"]]
         line, = axes.plot(xs, ys, marker="o", markersize=3, label=name)
         baseline = 100 * run["points"][-1]["unigram_baseline"]
@@ -53,9 +55,9 @@ def main(runs_dir, plot_path):
     for baseline, color in baselines.items():
         axes.axhline(baseline, color=color, linestyle=":", linewidth=1)
         axes.axhline(2 * baseline, color=color, linestyle="--", linewidth=1)
-    axes.set_xlabel("training seconds (2 cores, evaluation excluded)")
+    axes.set_xlabel("training minutes (evaluation excluded)" if what else "training seconds (2 cores, evaluation excluded)")
     axes.set_ylabel("held-out [MASK] accuracy, %")
-    axes.set_title("Quickstart phase 1 candidates (dotted: unigram baseline, dashed: 2x)")
+    axes.set_title(f"{what or 'Quickstart phase 1'} candidates (dotted: unigram baseline, dashed: 2x)")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
@@ -69,4 +71,4 @@ def main(runs_dir, plot_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
