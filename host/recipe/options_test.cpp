@@ -1,6 +1,9 @@
 // The SDK's typed option reader, exercised directly.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "loom/sdk/options.hpp"
 
 namespace {
@@ -41,6 +44,44 @@ TEST(Options, OutOfRangeValueIsReported) {
   EXPECT_DOUBLE_EQ(o.get<double>("beta", 0.9, loom::Range{0.0, 1.0}), 0.9);
   ASSERT_EQ(o.problems().size(), 1u);
   EXPECT_EQ(o.problems()[0], "r.toml:2:1: optimizer.beta: value 1.5 is out of range [0, 1]");
+}
+
+// NaN compares false with every bound, so a range check written as `v < min || v > max` lets it
+// through; every number option must refuse it (and ±inf) whatever its range, naming the range.
+TEST(Options, NonFiniteNumbersAreRefusedWhateverTheRange) {
+  auto o = make("beta = nan\nlr = inf\nfree = -inf\nlist = [0.5, nan]\n",
+                "beta\tr.toml:1:1\nlr\tr.toml:2:1\nfree\tr.toml:3:1\nlist\tr.toml:4:1\n");
+  EXPECT_DOUBLE_EQ(o.get<double>("beta", 0.9, loom::Range::closed_open(0.0, 1.0)), 0.9);
+  EXPECT_DOUBLE_EQ(o.get<double>("lr", 1e-3, loom::Range::at_least(0.0)), 1e-3);
+  EXPECT_DOUBLE_EQ(o.get<double>("free", 2.0), 2.0);
+  EXPECT_EQ(o.get<std::vector<double>>("list", {}), std::vector<double>{});
+  ASSERT_EQ(o.problems().size(), 4u);
+  EXPECT_EQ(o.problems()[0], "r.toml:1:1: optimizer.beta: value nan is not a finite number (allowed: [0, 1))");
+  EXPECT_EQ(o.problems()[1], "r.toml:2:1: optimizer.lr: value inf is not a finite number (allowed: [0, inf))");
+  EXPECT_EQ(o.problems()[2], "r.toml:3:1: optimizer.free: value -inf is not a finite number");
+  EXPECT_EQ(o.problems()[3], "r.toml:4:1: optimizer.list: element 2 is not a finite number");
+}
+
+// TOML itself refuses a literal beyond the double range, so `1e999` never becomes inf.
+TEST(Options, OverflowingLiteralsAreNotValidToml) {
+  auto o = make("lr = 1e999\n");
+  ASSERT_EQ(o.problems().size(), 1u);
+  EXPECT_NE(o.problems()[0].find("options are not valid TOML"), std::string::npos) << o.problems()[0];
+}
+
+TEST(Options, OpenBoundsExcludeTheirEnds) {
+  auto o = make("beta = 1.0\neps = 0.0\nfactor = 1\nkeep = 0.0\n");
+  EXPECT_DOUBLE_EQ(o.get<double>("beta", 0.9, loom::Range::closed_open(0.0, 1.0)), 0.9);
+  EXPECT_DOUBLE_EQ(o.get<double>("eps", 1e-6, loom::Range::open_closed(0.0, 1.0)), 1e-6);
+  EXPECT_DOUBLE_EQ(o.get<double>("factor", 2.0, loom::Range::above(1.0)), 2.0);
+  EXPECT_DOUBLE_EQ(o.get<double>("keep", 0.5, loom::Range::closed_open(0.0, 1.0)), 0.0);
+  ASSERT_EQ(o.problems().size(), 3u);
+  EXPECT_EQ(o.problems()[0], "r.toml:1:1: optimizer.beta: value 1.0 is out of range [0, 1)");
+  EXPECT_EQ(o.problems()[1], "r.toml:1:1: optimizer.eps: value 0.0 is out of range (0, 1]");
+  EXPECT_EQ(o.problems()[2], "r.toml:1:1: optimizer.factor: value 1 is out of range (1, inf)");
+  EXPECT_TRUE(loom::Range::open(0.0, 1.0).contains(0.5));
+  EXPECT_FALSE(loom::Range::open(0.0, 1.0).contains(std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_EQ(loom::Range::open(0.0, 1.0).text(), "(0, 1)");
 }
 
 TEST(Options, IntegerOverflowForNarrowTypeIsReported) {

@@ -4,19 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "loom_optimizer/gradient_norm.hpp"
 
 namespace loom_optim {
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
 double read_non_negative(loom::Options& options, const char* key, double fallback) {
-  const double value = options.get<double>(key, fallback, loom::Range{0.0, kInfinity});
-  if (!std::isfinite(value)) options.fail(key, "must be a finite number");
-  return value;
+  return options.get<double>(key, fallback, loom::Range::at_least(0.0));
 }
 
 void check_step_args(const loom::OptimizerStepArgs& args, const char* call) {
@@ -30,17 +25,14 @@ void check_step_args(const loom::OptimizerStepArgs& args, const char* call) {
 
 }  // namespace
 
+// β = 1 would freeze a moment at its first value for ever.
 double read_beta(loom::Options& options, const char* key, double fallback) {
-  const double value = options.get<double>(key, fallback, loom::Range{0.0, 1.0});
-  if (value >= 1.0) options.fail(key, "must be in [0, 1); 1 would freeze the moment forever");
-  return value;
+  return options.get<double>(key, fallback, loom::Range::closed_open(0.0, 1.0));
 }
 
+// eps = 0 gives a parameter whose gradients are all zero the update 0/0 = NaN.
 double read_eps(loom::Options& options, double fallback) {
-  const double value = options.get<double>("eps", fallback, loom::Range{0.0, 1.0});
-  if (value <= 0.0)
-    options.fail("eps", "must be > 0: with eps = 0 a parameter whose gradients are all zero gets 0/0 = NaN");
-  return value;
+  return options.get<double>("eps", fallback, loom::Range::open_closed(0.0, 1.0));
 }
 
 FlatOptimizer::FlatOptimizer(loom::ComponentContext& context, const SharedDefaults& defaults,

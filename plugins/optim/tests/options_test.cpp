@@ -49,7 +49,7 @@ TEST(OptimizerOptions, ReportsEveryBadValueWithItsKey) {
       "nvlamb",
       "lr = -1.0\nbeta1 = 1.0\nbeta2 = \"high\"\nweight_decay = -0.1\nno_decay = [\"\"]\nthreads = -2\n");
   expect_problem(m, "test.toml:1:1: optimizer.lr: value -1.0 is out of range");
-  expect_problem(m, "optimizer.beta1: must be in [0, 1)");
+  expect_problem(m, "optimizer.beta1: value 1.0 is out of range [0, 1)");
   expect_problem(m, "optimizer.beta2: expected a number, got string 'high'");
   expect_problem(m, "optimizer.weight_decay: value -0.1");
   expect_problem(m, "optimizer.no_decay: an empty pattern would match every parameter");
@@ -57,8 +57,31 @@ TEST(OptimizerOptions, ReportsEveryBadValueWithItsKey) {
 }
 
 TEST(OptimizerOptions, EpsMustBePositive) {
-  expect_problem(problems_of<loom::Optimizer>("adamw", "eps = 0.0\n"), "optimizer.eps: must be > 0");
-  expect_problem(problems_of<loom::Optimizer>("nvlamb", "eps = 0\n"), "optimizer.eps: must be > 0");
+  expect_problem(problems_of<loom::Optimizer>("adamw", "eps = 0.0\n"), "optimizer.eps: value 0.0 is out of range (0, 1]");
+  expect_problem(problems_of<loom::Optimizer>("nvlamb", "eps = 0\n"), "optimizer.eps: value 0 is out of range (0, 1]");
+}
+
+// NaN passes a range check written as `v < min || v > max`; every number option refuses it (and
+// ±inf), naming the key and its allowed range, in every optimizer and schedule.
+TEST(OptimizerOptions, NonFiniteValuesAreRefusedNamingTheRange) {
+  for (const char* optimizer : {"nvlamb", "adamw"}) {
+    const std::string m = problems_of<loom::Optimizer>(
+        optimizer, "lr = nan\nbeta1 = nan\nbeta2 = nan\neps = nan\nweight_decay = inf\nmax_grad_norm = -inf\n");
+    expect_problem(m, "optimizer.lr: value nan is not a finite number (allowed: [0, inf))");
+    expect_problem(m, "optimizer.beta1: value nan is not a finite number (allowed: [0, 1))");
+    expect_problem(m, "optimizer.beta2: value nan is not a finite number (allowed: [0, 1))");
+    expect_problem(m, "optimizer.eps: value nan is not a finite number (allowed: (0, 1])");
+    expect_problem(m, "optimizer.weight_decay: value inf is not a finite number (allowed: [0, inf))");
+    expect_problem(m, "optimizer.max_grad_norm: value -inf is not a finite number (allowed: [0, inf))");
+  }
+  const std::string sgd = problems_of<loom::Optimizer>("sgd", "momentum = nan\ndampening = nan\n");
+  expect_problem(sgd, "optimizer.momentum: value nan is not a finite number (allowed: [0, 1])");
+  expect_problem(sgd, "optimizer.dampening: value nan is not a finite number (allowed: [0, 1])");
+  for (const char* schedule : {"poly-warmup", "linear-warmup", "constant"})
+    expect_problem(problems_of<loom::Schedule>(schedule, "warmup = nan\n"),
+                   "schedule.warmup: value nan is not a finite number (allowed: [0, 1])");
+  expect_problem(problems_of<loom::Schedule>("poly-warmup", "degree = nan\n"),
+                 "schedule.degree: value nan is not a finite number (allowed: [0, 100])");
 }
 
 TEST(OptimizerOptions, UnknownKeysGetASuggestion) {

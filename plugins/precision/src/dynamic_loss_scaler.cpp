@@ -24,14 +24,13 @@ LossScalerSettings read_loss_scaler_settings(loom::Options& options) {
   constexpr double kHuge = 1e38;  // below fp32 max, so 1/scale and loss·scale stay finite
   LossScalerSettings s;
   s.initial_scale = options.get<double>("initial_scale", s.initial_scale, loom::Range{1e-30, kHuge});
-  s.growth_factor = options.get<double>("growth_factor", s.growth_factor, loom::Range{1.0, 1e6});
-  s.backoff_factor = options.get<double>("backoff_factor", s.backoff_factor, loom::Range{0.0, 1.0});
+  // growth_factor 1 could never grow the scale back; backoff_factor 1 would not lower it on an
+  // overflow, 0 would lower it to 0.
+  s.growth_factor = options.get<double>("growth_factor", s.growth_factor, loom::Range::open_closed(1.0, 1e6));
+  s.backoff_factor = options.get<double>("backoff_factor", s.backoff_factor, loom::Range::open(0.0, 1.0));
   s.growth_interval = options.get<uint64_t>("growth_interval", s.growth_interval, loom::Range{1, 1e12});
   s.min_scale = options.get<double>("min_scale", s.min_scale, loom::Range{1e-30, kHuge});
   s.max_scale = options.get<double>("max_scale", s.max_scale, loom::Range{1e-30, kHuge});
-  if (s.growth_factor <= 1.0) options.fail("growth_factor", "must be > 1 (the scale could never grow back)");
-  if (s.backoff_factor <= 0.0 || s.backoff_factor >= 1.0)
-    options.fail("backoff_factor", "must be in (0, 1) (an overflow must lower the scale, never to 0)");
   if (s.min_scale > s.max_scale)
     options.fail("min_scale",
                  "min_scale " + number(s.min_scale) + " is above max_scale " + number(s.max_scale));

@@ -122,14 +122,29 @@ TEST(LossScaler, ValidatesItsOptions) {
                "min_scale = 1.0\nmax_scale = 16777216.0\n"),
       "");
   const std::string m = problems("growth_factor = 1.0\nbackoff_factor = 1.0\ngrowth_interval = 0\n");
-  EXPECT_NE(m.find("precision.growth_factor: must be > 1"), std::string::npos) << m;
-  EXPECT_NE(m.find("precision.backoff_factor: must be in (0, 1)"), std::string::npos) << m;
+  EXPECT_NE(m.find("precision.growth_factor: value 1.0 is out of range (1, 1e+06]"), std::string::npos) << m;
+  EXPECT_NE(m.find("precision.backoff_factor: value 1.0 is out of range (0, 1)"), std::string::npos) << m;
   EXPECT_NE(m.find("precision.growth_interval: value 0 is out of range"), std::string::npos) << m;
   EXPECT_NE(problems("initial_scale = 0.5\n").find("precision.initial_scale: initial_scale 0.5 lies outside"),
             std::string::npos);
   EXPECT_NE(problems("min_scale = 10.0\nmax_scale = 2.0\n").find("precision.min_scale"), std::string::npos);
   EXPECT_NE(problems("max_consecutive_skips = 3\n").find("precision.max_consecutive_skips: unknown key"),
             std::string::npos);
+}
+
+// NaN compares false with every bound: each option refuses it by name, with its allowed range.
+TEST(LossScaler, RefusesNonFiniteOptions) {
+  std::string m;
+  try {
+    load_policy("fp16-mixed", "initial_scale = nan\ngrowth_factor = nan\nbackoff_factor = nan\nmin_scale = nan\n"
+                              "max_scale = inf\n");
+  } catch (const loom::host::RecipeError& e) {
+    m = e.what();
+  }
+  for (const char* key : {"initial_scale: value nan", "growth_factor: value nan", "backoff_factor: value nan",
+                          "min_scale: value nan", "max_scale: value inf"})
+    EXPECT_NE(m.find(std::string("precision.") + key + " is not a finite number (allowed: "), std::string::npos)
+        << key << " in:\n" << m;
 }
 
 }  // namespace

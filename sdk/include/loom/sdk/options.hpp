@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -24,10 +25,48 @@
 
 LOOM_SDK_NAMESPACE_BEGIN
 
-/// Inclusive numeric bounds for `Options::get` / `Options::required`.
+/// Numeric bounds for `Options::get` / `Options::required`: inclusive unless marked open, so
+/// `Range{0, 1}` is [0, 1] and `Range::closed_open(0, 1)` is [0, 1). An infinite bound means "no
+/// bound": a number option is always finite — NaN and ±inf are refused whatever the range, because
+/// NaN compares false with every bound and would otherwise pass any check written with `<`.
 struct Range {
   double min;
   double max;
+  bool min_open = false;  ///< true: `min` itself is outside
+  bool max_open = false;  ///< true: `max` itself is outside
+
+  /// [min, max)
+  static constexpr Range closed_open(double min, double max) { return Range{min, max, false, true}; }
+  /// (min, max]
+  static constexpr Range open_closed(double min, double max) { return Range{min, max, true, false}; }
+  /// (min, max)
+  static constexpr Range open(double min, double max) { return Range{min, max, true, true}; }
+  /// [min, inf): any finite number from `min` on
+  static constexpr Range at_least(double min) {
+    return Range{min, std::numeric_limits<double>::infinity(), false, true};
+  }
+  /// (min, inf): any finite number above `min`
+  static constexpr Range above(double min) {
+    return Range{min, std::numeric_limits<double>::infinity(), true, true};
+  }
+
+  /// False for NaN.
+  bool contains(double value) const {
+    return (min_open ? value > min : value >= min) && (max_open ? value < max : value <= max);
+  }
+
+  /// "[0, 1)", "(0, inf)": as messages and docs write the range.
+  std::string text() const {
+    return std::string(min_open ? "(" : "[") + bound(min) + ", " + bound(max) + (max_open ? ")" : "]");
+  }
+
+ private:
+  static std::string bound(double v) {
+    if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  }
 };
 
 class Options {
@@ -149,6 +188,11 @@ class Options {
 
  private:
   template <typename T>
+  struct is_floating_vector : std::false_type {};
+  template <typename E>
+  struct is_floating_vector<std::vector<E>> : std::is_floating_point<E> {};
+
+  template <typename T>
   std::optional<T> read(std::string_view key, std::optional<Range> range, bool required) {
     known_.insert(std::string(key));
     toml::node_view<toml::node> node = table_.at_path(key);
@@ -161,10 +205,23 @@ class Options {
       fail(key, std::string("expected ") + type_name<T>() + ", got " + describe(*node.node()));
       return std::nullopt;
     }
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(*value)) {
+        fail(key, "value " + toml_text(*node.node()) + " is not a finite number" +
+                      (range ? " (allowed: " + range->text() + ")" : std::string()));
+        return std::nullopt;
+      }
+    }
+    if constexpr (is_floating_vector<T>::value) {
+      for (size_t i = 0; i < value->size(); ++i)
+        if (!std::isfinite((*value)[i])) {
+          fail(key, "element " + std::to_string(i + 1) + " is not a finite number");
+          return std::nullopt;
+        }
+    }
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-      if (range && (static_cast<double>(*value) < range->min || static_cast<double>(*value) > range->max)) {
-        fail(key, "value " + toml_text(*node.node()) + " is out of range [" + number(range->min) + ", " +
-                      number(range->max) + "]");
+      if (range && !range->contains(static_cast<double>(*value))) {
+        fail(key, "value " + toml_text(*node.node()) + " is out of range " + range->text());
         return std::nullopt;
       }
     }
@@ -239,12 +296,6 @@ class Options {
   static std::string toml_text(const toml::node& node) {
     std::ostringstream out;
     node.visit([&](const auto& n) { out << toml::toml_formatter{n}; });
-    return out.str();
-  }
-
-  static std::string number(double v) {
-    std::ostringstream out;
-    out << v;
     return out.str();
   }
 
