@@ -3,6 +3,9 @@
 
 #include <stdexcept>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "recipe/errors.hpp"
 #include "recipe/stream_address.hpp"
 
@@ -14,6 +17,26 @@ uint64_t count(loom::Options& o, const char* key, uint64_t fallback, double min)
 }
 
 }  // namespace
+
+std::string run_name_problem(const std::string& name) {
+  // The run directory is output_dir/name: anything but one ordinary path component would put it
+  // (and its checkpoints, and the pruning of old ones) somewhere else — ".." is output_dir's parent.
+  const char* const rule = "a run name is one directory name under run.output_dir";
+  if (name.empty()) return fmt::format("must not be empty ({})", rule);
+  if (name == "." || name == "..")
+    return fmt::format("'{}' is not allowed: the run directory would be {} ({})", name,
+                       name == "." ? "run.output_dir itself" : "the parent of run.output_dir", rule);
+  if (name.find('/') != std::string::npos)
+    return fmt::format("'{}' contains '/' ({}; choose another run.output_dir for a deeper place)", name, rule);
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return fmt::format("{} contains a control character ({}; no NUL, newline or other control characters)",
+                         nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                         rule);
+  if (name.size() > kMaxRunNameBytes)
+    return fmt::format("is {} bytes long ({}, at most {} bytes)", name.size(), rule, kMaxRunNameBytes);
+  return "";
+}
 
 std::string metrics_listen_problem(const std::string& listen, const std::string& token) {
   if (listen.empty()) return "";
@@ -37,8 +60,8 @@ const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers()
          s.name = o.get<std::string>("name", s.name);
          s.seed = static_cast<uint64_t>(o.get<int64_t>("seed", 42, loom::Range{0, 4294967295.0}));
          s.output_dir = o.get<std::string>("output_dir", s.output_dir);
-         if (s.name.empty() || s.name.find('/') != std::string::npos)
-           o.fail("name", "must be a non-empty name without '/'");
+         const std::string problem = run_name_problem(s.name);
+         if (!problem.empty()) o.fail("name", problem);
        }},
       {"train",
        [](loom::Options& o, RunSettings& s) {

@@ -58,6 +58,14 @@ using HostTableReader = std::function<void(loom::Options& options, RunSettings& 
 /// [squad]).
 const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers();
 
+/// The longest run name: a directory name's limit on Linux file systems (NAME_MAX).
+inline constexpr size_t kMaxRunNameBytes = 255;
+
+/// Why `name` cannot be a run name ("" when it can): the run directory is output_dir/name, so a
+/// name is one ordinary path component — not empty, not "." or "..", no '/', no control
+/// characters, at most kMaxRunNameBytes bytes.
+std::string run_name_problem(const std::string& name);
+
 /// Why the metrics stream cannot listen on `listen` with `token` ("" when it can): a malformed
 /// address, or one reachable from other machines without a token.
 std::string metrics_listen_problem(const std::string& listen, const std::string& token);
