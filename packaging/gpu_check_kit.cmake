@@ -3,8 +3,9 @@
 # build tree (docs/gpu.md, "Checking a GPU machine"):
 #   lib/loom/gpu-check/   loom_backend_cuda_tests, loom_parity_compare, loom_attention_bench,
 #                         loom_comm_nccl_tests (with NCCL)
-#   share/loom/scripts/   gpu-check, gpu_check_learning.py, bench/compare-pytorch-cuda, bench/pytorch_bert_train.py,
-#                         bench/compare-attention, bench/pytorch_attention.py
+#   share/loom/scripts/   gpu-check, gpu_check_learning.py, gpu_check_inference.py, bench/compare-pytorch-cuda, bench/pytorch_bert_train.py,
+#                         bench/compare-attention, bench/pytorch_attention.py, bench/compare-pytorch-inference,
+#                         bench/pytorch_bert_inference.py
 #   share/loom/tests/     the GPU end-to-end test with the scripts it sources and its fixtures
 # share/loom/ thereby has the source tree's layout (configs/, scripts/, tests/) that these scripts
 # expect. bundle-libraries.sh gives the programs RUNPATH $ORIGIN/../lib like the plugins.
@@ -16,11 +17,14 @@ if(TARGET loom_comm_nccl_tests)
   install(TARGETS loom_comm_nccl_tests RUNTIME DESTINATION lib/loom/gpu-check)
 endif()
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/gpu-check DESTINATION share/loom/scripts)
-install(FILES ${PROJECT_SOURCE_DIR}/scripts/gpu_check_learning.py DESTINATION share/loom/scripts)
+install(FILES ${PROJECT_SOURCE_DIR}/scripts/gpu_check_learning.py ${PROJECT_SOURCE_DIR}/scripts/gpu_check_inference.py
+        DESTINATION share/loom/scripts)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/bench/compare-pytorch-cuda
                  ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_bert_train.py
                  ${PROJECT_SOURCE_DIR}/scripts/bench/compare-attention
-                 ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_attention.py DESTINATION share/loom/scripts/bench)
+                 ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_attention.py
+                 ${PROJECT_SOURCE_DIR}/scripts/bench/compare-pytorch-inference
+                 ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_bert_inference.py DESTINATION share/loom/scripts/bench)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/tests/e2e/gpu_training_test.sh ${PROJECT_SOURCE_DIR}/tests/e2e/mpirun.sh
         DESTINATION share/loom/tests/e2e)
 install(FILES ${PROJECT_SOURCE_DIR}/tests/e2e/train_fixture.sh ${PROJECT_SOURCE_DIR}/tests/e2e/sotu_shards.sh

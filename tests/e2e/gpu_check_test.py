@@ -60,11 +60,11 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(summary["require_gpu"] is False, "LOOM_REQUIRE_GPU must not be set without a GPU")
     parts = summary["parts"]
     check(set(parts) == {"data", "gpu_tests", "nccl_one_rank", "memcheck", "end_to_end", "benchmarks",
-                         "attention_bench", "learning"}, f"parts {sorted(parts)}")
+                         "attention_bench", "inference", "learning"}, f"parts {sorted(parts)}")
     check(parts["learning"]["status"] == "skipped" and parts["learning"].get("requested") is True
           and "no --corpus" in parts["learning"]["reason"], f"learning without --corpus: {parts['learning']}")
     check(summary["mode"] == "full" and summary["limits"]["attention_bench"] > 0, f"mode {summary.get('mode')}")
-    for name in ("data", "memcheck", "benchmarks", "attention_bench"):
+    for name in ("data", "memcheck", "benchmarks", "attention_bench", "inference"):
         check(parts[name]["status"] == "skipped" and "no NVIDIA GPU" in parts[name]["reason"],
               f"{name}: {parts[name]}")
     tests = parts["gpu_tests"]
@@ -95,7 +95,7 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     summary = json.loads((out / "summary.json").read_text())
     parts = summary["parts"]
     check(summary["mode"] == "quick", f"mode {summary['mode']}")
-    for name in ("nccl_one_rank", "memcheck"):
+    for name in ("nccl_one_rank", "memcheck", "inference"):
         check(parts[name] == {"status": "skipped", "reason": "--quick", "requested": True}, f"--quick {name}: {parts[name]}")
     for name in ("benchmarks", "attention_bench"):
         check(parts[name]["status"] == "skipped" and "no NVIDIA GPU" in parts[name]["reason"], f"--quick {name}")
@@ -200,6 +200,28 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(part["status"] == "failed" and "no CUDA device" in part["reason"], f"attention_bench without Loom {part}")
     json_out.write_text(f"{gc.STOPPED} 60 s]\n")
     check(gc.attention_result(None, 60.0, json_out, notes)["status"] == "timed_out", "attention_bench stopped")
+
+    # The inference part's verdict and lines, from made-up compare-pytorch-inference rows.
+    import gpu_check_inference as gi  # noqa: E402  (scripts/, on the path for gpu-check's import above)
+    def row(batch, seq, loom_p50, torch_p50):
+        return {"model": "bert-base", "batch": batch, "seq": seq, "precision": "bf16",
+                "loom_sequences_per_second": batch * 1000 / loom_p50, "pytorch_sequences_per_second": batch * 1000 / torch_p50,
+                "ratio": torch_p50 / loom_p50, "loom_latency_ms": {"p50": loom_p50, "p90": loom_p50 * 1.1, "p99": loom_p50 * 1.3},
+                "pytorch_latency_ms": {"p50": torch_p50, "p90": torch_p50 * 1.1, "p99": torch_p50 * 1.3}}
+    json_out, notes = scratch / "inference.json", scratch / "inference.log"
+    json_out.write_text(json.dumps([row(1, 128, 1.4, 3.9), row(8, 128, 2.1, 3.6), row(32, 384, 40.0, 30.0)]))
+    part = gi.result(0, 80.0, json_out, notes, "")
+    check(part["status"] == "passed" and len(part["rows"]) == 3 and part["p50_at_most_pytorch"] is True,
+          f"inference {part}")
+    lines = "\n".join(gi.summary_lines(part))
+    for expected in ("inference batch 1 × seq 128 bf16: loom 714.3 seq/s (p50/p90/p99 1.4/1.5/1.8 ms)",
+                     "p50 at batch 1 and 8 at most PyTorch's"):
+        check(expected in lines, f"inference lines lack {expected!r}: {lines}")
+    json_out.write_text(json.dumps([row(1, 128, 5.0, 3.9)]))
+    check(gi.result(0, 10.0, json_out, notes, "")["p50_at_most_pytorch"] is False, "a slower p50 at batch 1")
+    json_out.write_text(f"{gc.STOPPED} 150 s]\n")
+    check(gi.result(None, 150.0, json_out, notes, "stopped")["status"] == "timed_out", "inference stopped")
+    check(gi.result(1, 3.0, json_out, notes, "no torch")["reason"] == "no torch", "inference failed, with its reason")
 
 if failures:
     print(f"{len(failures)} failure(s)")
