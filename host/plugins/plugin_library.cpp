@@ -20,6 +20,7 @@
 #include "loom/sdk/precision.hpp"
 #include "loom/sdk/schedule.hpp"
 #include "loom/sdk/tokenizer.hpp"
+#include "plugins/plugin_file_check.hpp"
 #include "recipe/errors.hpp"
 
 namespace loom::host {
@@ -148,6 +149,9 @@ std::string descriptor_problem(const loom_plugin_desc* d) {
 std::shared_ptr<PluginLibrary> load_plugin_library(const std::string& path) {
   auto plugin = std::make_shared<PluginLibrary>();
   plugin->path = path;
+  // Before dlopen: a segment past the end of the file would be mapped and kill the process with
+  // SIGBUS on first touch (plugin_file_check.hpp).
+  if (std::string problem = plugin_file_problem(path); !problem.empty()) throw PluginLoadError(path, problem);
   // The error_code overload leaves dlerror() set: the loader's own text ("undefined symbol: x",
   // "libfoo.so: cannot open shared object file") is what a user can act on.
   std::error_code error;

@@ -1,10 +1,11 @@
 // One loaded plugin file: the mapped library and its validated descriptor.
 //
-// `load_plugin_library` maps the file with RTLD_NOW | RTLD_LOCAL (an unresolved symbol fails
-// here, not at first call), then checks magic, struct size, ABI and toolchain before reading any
-// other field. Any failure is a PluginLoadError naming the file, both versions where relevant, and
-// what to do. The library stays mapped while a `shared_ptr<PluginLibrary>` exists; every
-// component object holds one.
+// `load_plugin_library` checks the file's ELF structure (plugin_file_check.hpp: a truncated file
+// would otherwise die in dlopen with SIGBUS), maps it with RTLD_NOW | RTLD_LOCAL (an unresolved
+// symbol fails here, not at first call), then checks magic, struct size, ABI and toolchain before
+// reading any other field. Any failure is a PluginLoadError naming the file, both versions where
+// relevant, and what to do. The library stays mapped while a `shared_ptr<PluginLibrary>` exists;
+// every component object holds one.
 #pragma once
 
 #ifndef BOOST_DLL_USE_STD_FS
