@@ -28,6 +28,7 @@
 #include "cli_context.hpp"
 #include "dashboard.hpp"
 #include "file_follower.hpp"
+#include "files/atomic_file.hpp"
 #include "in_process_run.hpp"
 #include "recipe/errors.hpp"
 #include "png_file.hpp"
@@ -72,9 +73,8 @@ void write_layout(const std::string& path, const loom::dash::Dashboard& dashboar
                      {"y0", static_cast<int>(placed.area.min.y * scale_y)},
                      {"x1", static_cast<int>(placed.area.max.x * scale_x)},
                      {"y1", static_cast<int>(placed.area.max.y * scale_y)}});
-  std::ofstream out(path);
-  out << nlohmann::json{{"width", width}, {"height", height}, {"plots", plots}}.dump(2) << "\n";
-  if (!out) throw std::runtime_error(path + ": cannot write the layout");
+  loom::host::write_file_atomically(path,
+                                    nlohmann::json{{"width", width}, {"height", height}, {"plots", plots}}.dump(2) + "\n");
 }
 
 int run_window(const Arguments& args) {

@@ -3,7 +3,11 @@
 
 #include <png.h>
 
+#include <cstddef>
 #include <stdexcept>
+#include <vector>
+
+#include "files/atomic_file.hpp"
 
 namespace loom::dash {
 
@@ -13,8 +17,17 @@ void write_png(const std::filesystem::path& path, const RgbImage& image) {
   png.width = static_cast<png_uint_32>(image.width);
   png.height = static_cast<png_uint_32>(image.height);
   png.format = PNG_FORMAT_RGB;
-  if (png_image_write_to_file(&png, path.c_str(), 0, image.pixels.data(), image.width * 3, nullptr) == 0)
-    throw std::runtime_error(path.string() + ": cannot write the PNG: " + png.message);
+  // Encoded in memory, then written by the host's FileWriter: every write checked through the
+  // close, and the file replaced whole.
+  png_alloc_size_t size = 0;
+  if (png_image_write_to_memory(&png, nullptr, &size, 0, image.pixels.data(), image.width * 3, nullptr) == 0)
+    throw std::runtime_error(path.string() + ": cannot encode the PNG: " + png.message);
+  std::vector<std::byte> bytes(size);
+  if (png_image_write_to_memory(&png, bytes.data(), &size, 0, image.pixels.data(), image.width * 3,
+                                nullptr) == 0)
+    throw std::runtime_error(path.string() + ": cannot encode the PNG: " + png.message);
+  bytes.resize(size);
+  loom::host::write_file_atomically(path, bytes);
 }
 
 RgbImage read_png(const std::filesystem::path& path) {

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli_context.hpp"
+#include "files/standard_output.hpp"
 #include "recipe/errors.hpp"
 #include "control/stop_request.hpp"
 #include "loom/sdk/version.hpp"
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%l] %v");
   try {
     app.parse(argc, argv);
+    // Results printed to a full disk or /dev/full must not end in exit code 0.
+    host::close_standard_output();
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? host::kExitOk : host::kExitUsage;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/evaluator.hpp"
+#include "files/atomic_file.hpp"
 #include "eval/squad_evaluation.hpp"
 #include "model/batch_staging.hpp"
 #include "model/bert_config.hpp"
@@ -106,7 +107,7 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
                      {{{"context", args.context}, {"qas", {squad_question("question", args.question)}}}}}}})
             : questions_from_jsonl(input);
     temporary = fs::temp_directory_path() / fmt::format("loom-predict-{}.json", ::getpid());
-    std::ofstream(temporary) << nlohmann::json{{"version", "1.1"}, {"data", data}}.dump();
+    host::write_file_atomically(temporary, nlohmann::json{{"version", "1.1"}, {"data", data}}.dump());
     squad_file = temporary.string();
   }
   struct RemoveTemporary {
@@ -186,8 +187,7 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
   if (output.empty()) {
     std::cout << text;
   } else {
-    std::ofstream out(output);
-    if (!(out << text)) throw std::runtime_error(output + ": cannot be written");
+    host::write_file_atomically(output, text);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "checkpoint/bert_checkpoint.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "cli_context.hpp"
+#include "files/atomic_file.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "model/batch_json.hpp"
 #include "model/batch_staging.hpp"
@@ -109,10 +110,7 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   model.backward(loss_scale);
   backend.synchronize();
 
-  std::ofstream file(args.out);
-  if (!file) throw std::runtime_error(args.out + ": cannot open for writing");
-  file << out.dump() << "\n";
-  if (!file) throw std::runtime_error(args.out + ": write failed");
+  host::write_file_atomically(args.out, out.dump() + "\n");
 
   if (!args.grads.empty()) {
     const size_t total = model.parameters().total_elements();

@@ -11,12 +11,14 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_context.hpp"
+#include "files/file_writer.hpp"
 #include "recipe/errors.hpp"
 #include "squad_prediction.hpp"
 #include "eval/evaluator.hpp"
@@ -123,9 +125,18 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
                                                           : "LABEL_" + std::to_string(i));
   }
   const std::vector<Example> examples = read_examples(a.input);
-  std::ofstream file;
-  if (!a.output.empty()) file.open(a.output);
-  std::ostream& out = a.output.empty() ? std::cout : file;
+  // Each batch's lines are formatted here, then written out: to --output through FileWriter
+  // (every write and the close checked; the file appears whole or not at all), else to stdout.
+  std::optional<host::FileWriter> file;
+  if (!a.output.empty()) file.emplace(a.output);
+  std::ostringstream out;
+  auto emit = [&] {
+    if (file)
+      file->write(out.view());
+    else
+      std::cout << out.view();
+    out.str("");
+  };
   const bool jsonl = a.output.size() > 6 && a.output.substr(a.output.size() - 6) == ".jsonl";
   const bool regression = config.num_labels == 1;
   if (!jsonl && regression) {
@@ -189,7 +200,10 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
 
 void register_predict_verb(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<PredictArguments>();
+    emit();
   auto* verb = app.add_subcommand("predict", "classify (or score) texts with a fine-tuned checkpoint");
+  emit();  // the header of an empty input
+  if (file) file->commit();
   verb->add_option("--checkpoint", args->checkpoint,
                    "checkpoint directory (config.json, model.safetensors, vocab.txt)")
       ->required();

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli_context.hpp"
+#include "files/file_writer.hpp"
 #include "recipe/errors.hpp"
 #include "prep/wordpiece_trainer.hpp"
 #include "wordpiece_component.hpp"
@@ -68,14 +69,9 @@ void for_each_line(const std::vector<fs::path>& files, PerLine&& per_line) {
 }
 
 void write_vocabulary(const std::vector<std::string>& tokens, const fs::path& output) {
-  const fs::path partial = output.string() + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(output.string() + ": cannot write");
-    for (const auto& token : tokens) out << token << '\n';
-    if (!out.flush()) throw std::runtime_error(output.string() + ": write failed");
-  }
-  fs::rename(partial, output);
+  host::FileWriter out(output);
+  for (const auto& token : tokens) out.write(token + '\n');
+  out.commit();
 }
 
 void train(const GlobalOptions& options, const VocabTrainArguments& args) {

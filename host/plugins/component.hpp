@@ -5,7 +5,10 @@
 // `call` is the guard every host→plugin call goes through: whatever the plugin throws becomes a
 // host PluginError naming the plugin and the component, raised while the library is still mapped;
 // a loom::IoError (a data file that is missing or malformed: the user's input, not a failure of
-// the run) becomes an InputError instead, which `loom` reports with exit code 2.
+// the run) becomes an InputError instead, which `loom` reports with exit code 2. A host error
+// (InputError, PluginError, RecipeError, FileWriteError) raised by host code the body runs — an
+// evaluation pass inside a dataset's call, a nested component's call — passes unchanged: it
+// already names its source, and a second prefix would name the wrong one.
 // `invoke` is the same guard for the common case of one member function call:
 // `optimizer.invoke(&loom::Optimizer::successful_steps)` rather than a lambda around it.
 #pragma once
@@ -15,6 +18,7 @@
 #include <string>
 #include <utility>
 
+#include "files/file_writer.hpp"
 #include "loom/sdk/error.hpp"
 #include "loom/sdk/interfaces.hpp"
 #include "recipe/errors.hpp"
@@ -38,6 +42,14 @@ class Component {
   decltype(auto) call(Body&& body) const {
     try {
       return body(*object_);
+    } catch (const InputError&) {
+      throw;  // host errors from host code inside `body` already name their source
+    } catch (const PluginError&) {
+      throw;
+    } catch (const RecipeError&) {
+      throw;
+    } catch (const FileWriteError&) {
+      throw;
     } catch (const loom::IoError& e) {
       throw InputError("plugin '" + plugin_ + "', component " + name_ + ": " + e.what());
     } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "files/file_writer.hpp"
 #include "prep/sentence_splitter.hpp"
 
 namespace fs = std::filesystem;
@@ -111,25 +113,22 @@ void tokenize_document(Document& document, const loom::Tokenizer& tokenizer) {
   }
 }
 
-void write_spill_document(FILE* spill, const std::vector<const std::vector<int32_t>*>& sentences,
-                          const fs::path& path) {
+template <typename T>
+void write_values(FileWriter& file, const T* values, size_t count) {
+  file.write(std::as_bytes(std::span<const T>(values, count)));
+}
+
+void write_spill_document(FileWriter& spill, const std::vector<const std::vector<int32_t>*>& sentences) {
   const auto count = static_cast<uint32_t>(sentences.size());
-  bool ok = std::fwrite(&count, sizeof count, 1, spill) == 1;
+  write_values(spill, &count, 1);
   for (const auto* ids : sentences) {
     const auto length = static_cast<uint32_t>(ids->size());
-    ok = ok && std::fwrite(&length, sizeof length, 1, spill) == 1;
-    ok = ok && std::fwrite(ids->data(), sizeof(int32_t), ids->size(), spill) == ids->size();
+    write_values(spill, &length, 1);
+    write_values(spill, ids->data(), ids->size());
   }
-  if (!ok) throw std::runtime_error(path.string() + ": write failed (disk full?)");
 }
 
 using FilePointer = std::unique_ptr<FILE, int (*)(FILE*)>;
-
-FilePointer open_for_writing(const fs::path& path) {
-  FilePointer file(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!file) throw std::runtime_error(path.string() + ": cannot create file");
-  return file;
-}
 
 }  // namespace
 
@@ -144,10 +143,11 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
   report.spill_tokens.assign(spills.size(), 0);
   for (const auto& file : files) report.input_bytes += fs::file_size(file);
 
-  FilePointer formatted = open_for_writing(formatted_path);
-  std::vector<FilePointer> spill_files;
+  // Every write checked through the close (FileWriter); a file appears only when complete.
+  FileWriter formatted(formatted_path);
+  std::vector<std::unique_ptr<FileWriter>> spill_files;
   spill_files.reserve(spills.size());
-  for (const auto& path : spills) spill_files.push_back(open_for_writing(path));
+  for (const auto& path : spills) spill_files.push_back(std::make_unique<FileWriter>(path));
   const size_t training_spills = spills.size() - 1;
 
   std::unordered_map<uint64_t, uint32_t> seen;         // sentence hash → occurrences
@@ -211,9 +211,9 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
           }
         }
         if (sentence.ids.empty()) continue;  // nothing left after cleaning (the reference's `if tokens`)
-        if (kept.empty() && report.documents > 0) std::fputc('\n', formatted.get());
-        std::fwrite(sentence.text.data(), 1, sentence.text.size(), formatted.get());
-        std::fputc('\n', formatted.get());
+        if (kept.empty() && report.documents > 0) formatted.write("\n");
+        formatted.write(sentence.text);
+        formatted.write("\n");
         kept.push_back(&sentence.ids);
         tokens += sentence.ids.size();
       }
@@ -232,7 +232,7 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
         for (size_t s = 1; s < training_spills; ++s)
           if (report.spill_tokens[s] < report.spill_tokens[target]) target = s;
       }
-      write_spill_document(spill_files[target].get(), kept, spills[target]);
+      write_spill_document(*spill_files[target], kept);
       report.spill_documents[target] += 1;
       report.spill_tokens[target] += tokens;
     }
@@ -244,10 +244,8 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
                            std::chrono::duration<double>(now - start).count()));
     }
   }
-  if (std::ferror(formatted.get()) != 0) throw std::runtime_error(formatted_path.string() + ": write failed");
-  for (size_t s = 0; s < spill_files.size(); ++s)
-    if (std::fflush(spill_files[s].get()) != 0)
-      throw std::runtime_error(spills[s].string() + ": write failed");
+  formatted.commit();
+  for (const auto& spill : spill_files) spill->commit();
 
   // Duplicate report: every repeated line, most occurrences first.
   std::vector<DuplicateLine> duplicates;
@@ -256,9 +254,10 @@ FormattingReport format_corpus(const std::vector<fs::path>& files, const Formatt
   std::sort(duplicates.begin(), duplicates.end(), [](const DuplicateLine& a, const DuplicateLine& b) {
     return a.occurrences != b.occurrences ? a.occurrences > b.occurrences : a.text < b.text;
   });
-  FilePointer report_file = open_for_writing(duplicates_path);
-  std::fputs("occurrences\tline\n", report_file.get());
-  for (const auto& line : duplicates) fmt::print(report_file.get(), "{}\t{}\n", line.occurrences, line.text);
+  FileWriter report_file(duplicates_path);
+  report_file.write("occurrences\tline\n");
+  for (const auto& line : duplicates) report_file.write(fmt::format("{}\t{}\n", line.occurrences, line.text));
+  report_file.commit();
   duplicates.resize(std::min<size_t>(duplicates.size(), 20));
   report.top_duplicates = std::move(duplicates);
   return report;

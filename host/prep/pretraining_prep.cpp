@@ -19,6 +19,7 @@
 #include "prep/pretraining_instances.hpp"
 #include "prep/pretraining_shard_writer.hpp"
 #include "prep/python_random.hpp"
+#include "files/atomic_file.hpp"
 #include "files/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -114,16 +115,6 @@ nlohmann::json arguments_json(const PrepOptions& o, int32_t shards, int32_t thre
           {"dedup", o.dedup},
           {"cased", o.cased},
           {"threads", threads}};
-}
-
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  const fs::path temporary = path.parent_path() / fmt::format(".{}.tmp", path.filename().string());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw std::runtime_error(temporary.string() + ": write failed");
-  }
-  fs::rename(temporary, path);
 }
 
 }  // namespace
@@ -266,7 +257,7 @@ PrepSummary prep_pretraining(const PrepOptions& options, const loom::Tokenizer& 
       {"shards", shard_list},
       {"formatted_text", "formatted.txt"},
       {"elapsed_seconds", elapsed}};
-  write_text_atomically(output / "manifest.json", manifest.dump(2) + "\n");
+  write_file_atomically(output / "manifest.json", manifest.dump(2) + "\n");
   say(fmt::format("prep: done in {:.1f} s: {} training + {} held-out instances → {}", elapsed,
                   summary.training_instances, summary.heldout_instances,
                   (output / "manifest.json").string()));

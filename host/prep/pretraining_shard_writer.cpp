@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "files/file_writer.hpp"
+
 namespace loom::host {
 namespace {
 
@@ -27,6 +29,12 @@ class Handle {
   }
   hid_t get() const { return id_; }
   bool ok() const { return id_ >= 0; }
+  /// Gives up ownership, so the caller can close it and check the result.
+  hid_t release() {
+    const hid_t id = id_;
+    id_ = -1;
+    return id;
+  }
 
  private:
   hid_t id_;
@@ -134,8 +142,9 @@ void write_pretraining_shard(const std::filesystem::path& path,
       if (!file.ok()) fail(temporary, "", "cannot create file");
       for (const Column& column : columns) write_column(file.get(), temporary, column, instances);
       if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) fail(temporary, "", "flush failed");
+      if (H5Fclose(file.release()) < 0) fail(temporary, "", "close failed");
     }
-    std::filesystem::rename(temporary, path);
+    publish_file(temporary, path);  // fsync, rename, folder fsync: a crash never leaves half a shard
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(temporary, ignored);

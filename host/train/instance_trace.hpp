@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <vector>
@@ -21,6 +22,7 @@ class InstanceTrace {
   void record(const loom::BatchShape& shape, const std::vector<uint64_t>& instance_ids);
 
  private:
+  std::filesystem::path path_;
   std::unique_ptr<std::ofstream> file_;
 };
 
