@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "eval/evaluator.hpp"
+#include "eval/finite_outputs.hpp"
 #include "files/atomic_file.hpp"
 #include "eval/squad_evaluation.hpp"
 #include "model/batch_staging.hpp"
@@ -161,18 +163,33 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
                                   args.null_score_diff_threshold};
   host::SquadEvaluation squad(*tokenizer.get(), decode, "");
   host::HostBatchBuffers buffers(limits);
+  size_t batch_number = 0;
+  // Non-finite logits end the loop here and are refused below, outside the dataset's guard, which
+  // would otherwise name the dataset as the error's source.
+  std::optional<host::NonFiniteOutputError> refused;
   dataset.call([&](loom::Dataset& d) {
     for (;;) {
       loom::BatchShape shape{};
       const host::HostBatch batch = buffers.next(d, shape);
       if (shape.epoch != 0) break;
       model.forward(staging.upload(batch), host::StepSettings{false, 0});
-      squad.add_batch(d, buffers.instance_ids(), batch.input_ids, shape.rows, batch.seq,
-                      host::rows_to_host(*backend.get(), model.output("start_logits")),
-                      host::rows_to_host(*backend.get(), model.output("end_logits")));
+      const std::vector<float> start_logits = host::rows_to_host(*backend.get(), model.output("start_logits"));
+      const std::vector<float> end_logits = host::rows_to_host(*backend.get(), model.output("end_logits"));
+      ++batch_number;
+      const auto window = [&](size_t row) { return fmt::format("window {} of batch {}", row + 1, batch_number); };
+      const auto seq = static_cast<size_t>(batch.seq);
+      try {
+        host::require_finite_outputs(start_logits, seq, "start logits", checkpoint, window);
+        host::require_finite_outputs(end_logits, seq, "end logits", checkpoint, window);
+      } catch (const host::NonFiniteOutputError& e) {
+        refused = e;
+        return;
+      }
+      squad.add_batch(d, buffers.instance_ids(), batch.input_ids, shape.rows, batch.seq, start_logits, end_logits);
       if (shape.last_in_epoch) break;
     }
   });
+  if (refused) throw *refused;
   const host::SquadEvaluation::Decoded decoded = squad.decode();
   if (!args.question.empty()) {
     nlohmann::ordered_json line{{"answer", decoded.predictions.value("question", "")}};

@@ -6,6 +6,7 @@
 
 #include "cli_context.hpp"
 #include "eval/evaluator.hpp"
+#include "eval/finite_outputs.hpp"
 #include "model/batch_staging.hpp"
 #include "model/host_batch_buffers.hpp"
 #include "model/model_setup.hpp"
@@ -50,6 +51,7 @@ void register_eval_verb(CLI::App& app, GlobalOptions& options) {
       return host::evaluate(run.model(), backend, *run.staging, d, *run.buffers, *batches, mask_id,
                             squad ? &*squad : nullptr);
     });
+    host::refuse_nonfinite_evaluation(metrics, *checkpoint);
     metrics["checkpoint"] = *checkpoint;
     std::cout << metrics.dump(2) << "\n";
   });

@@ -22,6 +22,7 @@
 #include "recipe/errors.hpp"
 #include "squad_prediction.hpp"
 #include "eval/evaluator.hpp"
+#include "eval/finite_outputs.hpp"
 #include "loom/sdk/tokenizer.hpp"
 #include "model/batch_staging.hpp"
 #include "model/bert_config.hpp"
@@ -168,6 +169,10 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
     model.forward(staging.upload(batch), host::StepSettings{false, 0});
     const loom::Tensor logits = model.output("logits");
     const std::vector<float> host_logits = host::rows_to_host(*backend.get(), logits);
+    const size_t width = regression ? 1 : labels.size();
+    host::require_finite_outputs(std::span<const float>(host_logits.data(), rows * width), width, "logits",
+                                 a.checkpoint,
+                                 [&](size_t r) { return fmt::format("text {} of {}", start + r + 1, a.input); });
     for (size_t r = 0; r < rows && regression; ++r) {
       if (jsonl)
         out << nlohmann::json{{"score", host_logits[r]}}.dump() << "\n";
@@ -195,15 +200,15 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
         out << "\n";
       }
     }
+    emit();
   }
+  emit();  // the header of an empty input
+  if (file) file->commit();
 }
 
 void register_predict_verb(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<PredictArguments>();
-    emit();
   auto* verb = app.add_subcommand("predict", "classify (or score) texts with a fine-tuned checkpoint");
-  emit();  // the header of an empty input
-  if (file) file->commit();
   verb->add_option("--checkpoint", args->checkpoint,
                    "checkpoint directory (config.json, model.safetensors, vocab.txt)")
       ->required();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "eval/finite_outputs.hpp"
 #include "eval/glue_metrics.hpp"
 
 namespace loom::host {
@@ -83,6 +84,7 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
   const loom::BatchTask task = dataset.limits().task;
   double loss_sum = 0, mlm_loss_sum = 0;
   uint64_t batches = 0, rows = 0, masked = 0;
+  uint64_t nonfinite_batches = 0;  // a non-finite output reaches the loss (finite_outputs.hpp)
   Tally mlm, nsp;
   std::optional<MaskedLmBreakdown> breakdown;
   if (mask_token_id) breakdown.emplace(*mask_token_id);
@@ -94,6 +96,7 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
     if (shape.epoch != 0) break;  // the whole set was seen
     model.forward(staging.upload(batch), StepSettings{false, 0});
     const double loss = model.loss();
+    if (!std::isfinite(loss)) ++nonfinite_batches;
     loss_sum += loss * shape.rows;
     rows += static_cast<uint64_t>(shape.rows);
     ++batches;
@@ -147,7 +150,10 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
     out["eval_mcc"] = c.mcc;
     if (classes == 2) out["eval_accuracy_f1"] = c.accuracy_f1;
   }
-  if (task == loom::BatchTask::span_extraction && squad != nullptr) out.update(squad->finish());
+  // Answers decoded from NaN logits are no answers: no prediction files, no scores.
+  if (task == loom::BatchTask::span_extraction && squad != nullptr && nonfinite_batches == 0)
+    out.update(squad->finish());
+  withhold_nonfinite_metrics(out, nonfinite_batches);
   return out;
 }
 
