@@ -5,6 +5,7 @@
 #include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/dataset.hpp"
+#include "loom/sdk/dataset_labels.hpp"
 #include "loom/sdk/error.hpp"
 #include "loom/sdk/float16.hpp"
 #include "loom/sdk/model_config.hpp"

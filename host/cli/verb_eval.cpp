@@ -1,7 +1,9 @@
 // `loom eval RECIPE --checkpoint DIR`: the recipe's model with a checkpoint's weights, evaluated on
 // [eval_data] (or [data] when there is none), without dropout. Prints the metrics as JSON. On
 // SQuAD data it also writes predictions.json, nbest_predictions.json (and null_odds.json for
-// v2.0) into --output-dir, by default the recipe's run directory, and prints EM/F1.
+// v2.0) into --output-dir, by default the recipe's run directory, and prints EM/F1. A
+// classification split numbers its classes by the checkpoint's id2label (train/task_labels.hpp).
+#include <filesystem>
 #include <iostream>
 
 #include "cli_context.hpp"
@@ -13,9 +15,18 @@
 #include "recipe/run_settings.hpp"
 #include "train/run_checkpoint.hpp"
 #include "train/run_components.hpp"
+#include "train/task_labels.hpp"
 
 namespace loom::cli {
 namespace {
+
+// id2label of the checkpoint's config.json; none when it has no config.json (a bare weights
+// directory) or its classes are unnamed.
+host::TaskLabels checkpoint_task_labels(const std::string& checkpoint) {
+  const std::filesystem::path config = std::filesystem::path(checkpoint) / "config.json";
+  if (!std::filesystem::exists(config)) return {};
+  return host::config_task_labels(host::read_bert_config(config), config.string() + " id2label");
+}
 
 void register_eval_verb(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<RecipeArguments>();
@@ -37,8 +48,14 @@ void register_eval_verb(CLI::App& app, GlobalOptions& options) {
     host::Component<loom::Dataset>& data = has_eval ? c.eval_data : c.data;
     const loom::DatasetSetup setup{0, 1, settings.seed, c.tokenizer ? c.tokenizer.get() : nullptr};
     loom::Backend& backend = *c.backend.get();
+    // The classes the checkpoint was trained with (its id2label), by name, for the data too.
+    const host::TaskLabels task_labels = checkpoint_task_labels(*checkpoint);
+    host::hand_task_labels(data, task_labels);
     const host::DatasetModel run =
         host::build_model_for_dataset(recipe, *registry, c.backend, *c.precision.get(), data, setup);
+    if (!task_labels.names.empty())
+      host::check_split_labels(data, has_eval ? "eval_data" : "data", task_labels,
+                               static_cast<int32_t>(task_labels.names.size()));
     const host::CheckpointLoadReport report = host::load_model_weights(run.model(), *checkpoint, {true, {}});
     if (!report.unexpected.empty())
       std::cerr << *checkpoint << ": " << report.unexpected.size() << " tensors the model does not use\n";

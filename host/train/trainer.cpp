@@ -20,6 +20,7 @@
 #include "train/log_window.hpp"
 #include "train/run_checkpoint.hpp"
 #include "train/run_reporter.hpp"
+#include "train/task_labels.hpp"
 #include "train/train_step.hpp"
 
 namespace fs = std::filesystem;
@@ -212,7 +213,12 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
   loom::ActivationShape shape = activation_shape_for(limits);
   buffers = std::make_unique<HostBatchBuffers>(limits);
   if (c.eval_data) {
+    // One label map per task: the evaluation split numbers its classes as the training split does.
+    const TaskLabels task_labels = dataset_task_labels(c.data, "the training split [data]");
+    hand_task_labels(c.eval_data, task_labels);
     c.eval_data.invoke(&loom::Dataset::open, eval_setup);
+    if (limits.task == loom::BatchTask::classification)
+      check_split_labels(c.eval_data, "eval_data", task_labels, limits.num_labels);
     const loom::BatchLimits eval_limits = c.eval_data.invoke(&loom::Dataset::limits);
     const loom::ActivationShape eval_shape = activation_shape_for(eval_limits);
     shape = {std::max(shape.batch, eval_shape.batch), std::max(shape.seq, eval_shape.seq),

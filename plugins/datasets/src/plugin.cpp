@@ -10,6 +10,7 @@ LOOM_PLUGIN("datasets", "0.1.0", "Training data: BERT pretraining shards, text c
                 "pretraining-shards", "0.1.0",
                 "MLM+NSP batches from HDF5 shards (static or dynamic masking)"),
             loom::component<loom::Dataset, loom_datasets::TextClassification>(
-                "text-classification", "0.1.0", "GLUE TSV / JSONL sequence (pair) classification"),
+                "text-classification", "0.1.0", "GLUE TSV / JSONL sequence (pair) classification",
+                loom::offers<loom::DatasetLabels>{}),
             loom::component<loom::Dataset, loom_datasets::Squad>("squad", "0.1.0",
                                                                  "SQuAD v1.1/v2.0 span extraction"))

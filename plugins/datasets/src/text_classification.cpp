@@ -50,6 +50,11 @@ TextClassification::TextClassification(loom::ComponentContext& context) {
   drop_last_ = o.get<bool>("drop_last", false);
 }
 
+void TextClassification::use_labels(const char* const* names, size_t count, const char* source) {
+  task_labels_.names.assign(names, names + count);
+  task_labels_.source = source != nullptr ? source : "the host";
+}
+
 void TextClassification::open(const loom::DatasetSetup& setup) {
   if (setup.tokenizer == nullptr)
     throw loom::ConfigError("dataset/text-classification needs a [tokenizer] table to tokenize " + file_);
@@ -58,6 +63,8 @@ void TextClassification::open(const loom::DatasetSetup& setup) {
       task != nullptr ? read_glue_examples(file_, *task) : read_text_examples(file_, format_, layout_);
   regression_ = task != nullptr && task->regression();
   labels_ = task != nullptr ? task->labels : label_set(examples, configured_labels_, file_);
+  if (!regression_ && !task_labels_.names.empty())
+    labels_ = split_labels(examples, configured_labels_, task_labels_, file_);
   // One class would read as num_labels = 1, which means regression (dataset.hpp).
   if (!regression_ && labels_.size() < 2)
     throw loom::IoError(file_ + ": every example has the label '" + labels_.front() +

@@ -5,14 +5,18 @@
 // reference's order; task "sts-b" is regression: num_labels = 1 and each row's label is its f32
 // score's bits (dataset.hpp).
 // Options (docs/recipes.md): file, format, layout, task, labels, max_seq_length, batch_size,
-// shuffle, drop_last.
+// shuffle, drop_last. Offers loom::DatasetLabels: a split handed the task's labels (the training
+// split's, or a checkpoint's id2label) uses them as its classes and refuses any other label
+// (task_labels.hpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "batched_dataset.hpp"
+#include "loom/sdk/dataset_labels.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "task_labels.hpp"
 #include "text_examples.hpp"
 
 namespace loom_datasets {
@@ -26,9 +30,10 @@ struct EncodedSequences {
   size_t length(size_t i) const { return offsets[i + 1] - offsets[i]; }
 };
 
-class TextClassification final : public BatchedDataset {
+class TextClassification final : public BatchedDataset, public loom::DatasetLabels {
  public:
   explicit TextClassification(loom::ComponentContext& context);
+  void use_labels(const char* const* names, size_t count, const char* source) override;
   void open(const loom::DatasetSetup& setup) override;
   const char* label_name(int32_t label) const override;
   size_t describe_instance(uint64_t id, char* json, size_t capacity) const override;
@@ -42,6 +47,7 @@ class TextClassification final : public BatchedDataset {
   std::string layout_;
   std::string task_;  ///< "" or a GLUE task name
   std::vector<std::string> configured_labels_;
+  TaskLabels task_labels_;  ///< handed over by the host (use_labels); empty: this split's own map
   int32_t max_seq_length_;
   int32_t batch_size_;
   bool shuffle_;
