@@ -1,7 +1,10 @@
-// dataset/squad: span-extraction batches from SQuAD v1.1/v2.0 JSON (squad_features.hpp).
-// Options (docs/recipes.md): file, mode ("train" | "eval"), max_seq_length, doc_stride,
-// max_query_length, batch_size, shuffle, drop_last. Instances are features (windows);
-// describe_instance gives what evaluation needs to map logits back to text.
+// dataset/squad: span-extraction batches from SQuAD v1.1/v2.0 JSON (squad_reader.hpp,
+// squad_features.hpp). Options (docs/recipes.md): file, mode ("train" | "eval"), max_seq_length,
+// doc_stride, max_query_length, batch_size, shuffle, drop_last, max_dropped_fraction. Instances
+// are features (windows); describe_instance gives what evaluation needs to map logits back to
+// text. Training questions whose answer is not where answer_start points are dropped, as the
+// reference does, and reported; more than max_dropped_fraction of them (default 1%) is refused
+// (docs/decisions/dropped-examples.md).
 #pragma once
 
 #include <string>
@@ -29,6 +32,8 @@ class Squad final : public BatchedDataset {
   int32_t batch_size_;
   bool shuffle_;
   bool drop_last_;
+  double max_dropped_fraction_;
+  loom::Logger logger_;
   std::vector<SquadExample> examples_;
   std::vector<SquadFeature> features_;
   uint64_t skipped_ = 0;  // training questions whose answer text is not in the context

@@ -2,49 +2,11 @@
 #include "squad_features.hpp"
 
 #include <algorithm>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
 
 #include "loom/sdk/error.hpp"
 
 namespace loom_datasets {
 namespace {
-
-// Length in bytes of the UTF-8 sequence starting with `lead` (1 for invalid bytes).
-size_t utf8_length(unsigned char lead) {
-  if (lead >= 0xF0 && lead < 0xF8) return 4;
-  if (lead >= 0xE0) return lead < 0xF0 ? 3 : 1;
-  if (lead >= 0xC0) return 2;
-  return 1;
-}
-
-bool is_squad_whitespace(std::string_view c) {
-  return c == " " || c == "\t" || c == "\r" || c == "\n" || c == "\xE2\x80\xAF";  // U+202F
-}
-
-std::vector<std::string> whitespace_words(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
-    const std::string_view c(text.data() + i, n);
-    if (is_squad_whitespace(c)) {
-      if (!word.empty()) words.push_back(std::move(word)), word.clear();
-    } else {
-      word += c;
-    }
-    i += n;
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
-}
-
-std::string join(const std::vector<std::string>& words, size_t first, size_t last) {
-  std::string out;
-  for (size_t i = first; i <= last && i < words.size(); ++i) out += (i == first ? "" : " ") + words[i];
-  return out;
-}
 
 std::vector<int32_t> tokenize(const loom::Tokenizer& tokenizer, const std::string& text) {
   std::vector<int32_t> ids(text.size() + 1);
@@ -58,78 +20,6 @@ std::vector<int32_t> tokenize(const loom::Tokenizer& tokenizer, const std::strin
 }
 
 }  // namespace
-
-std::vector<SquadExample> read_squad_examples(const std::string& path, bool training, uint64_t& skipped) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw loom::IoError(path + ": cannot open (data.file)");
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw loom::IoError(path + ": not valid JSON: " + e.what());
-  }
-  if (!root.contains("data") || !root["data"].is_array())
-    throw loom::IoError(path + ": key 'data': missing or not an array (is this a SQuAD file?)");
-  std::vector<SquadExample> examples;
-  skipped = 0;
-  for (const auto& article : root["data"]) {
-    for (const auto& paragraph : article.at("paragraphs")) {
-      const std::string context = paragraph.at("context").get<std::string>();
-      // Words, and for every code point the word it belongs to (the reference's char_to_word_offset).
-      std::vector<std::string> words;
-      std::vector<int32_t> char_to_word;
-      bool previous_whitespace = true;
-      for (size_t i = 0; i < context.size();) {
-        const size_t n = std::min(utf8_length(static_cast<unsigned char>(context[i])), context.size() - i);
-        const std::string_view c(context.data() + i, n);
-        if (is_squad_whitespace(c)) {
-          previous_whitespace = true;
-        } else {
-          if (previous_whitespace) words.emplace_back();
-          words.back() += c;
-          previous_whitespace = false;
-        }
-        char_to_word.push_back(static_cast<int32_t>(words.size()) - 1);
-        i += n;
-      }
-      for (const auto& qa : paragraph.at("qas")) {
-        SquadExample example;
-        example.qas_id = qa.at("id").is_string() ? qa.at("id").get<std::string>() : qa.at("id").dump();
-        example.question = qa.at("question").get<std::string>();
-        example.doc_words = words;
-        example.is_impossible = qa.contains("is_impossible") && qa["is_impossible"].get<bool>();
-        const auto& answers = qa.contains("answers") ? qa["answers"] : nlohmann::json::array();
-        for (const auto& answer : answers) example.answers.push_back(answer.at("text").get<std::string>());
-        if (training && !example.is_impossible) {
-          if (answers.empty())
-            throw loom::IoError(path + ": question '" + example.qas_id +
-                                "' has no answer and is not is_impossible");
-          example.answer_text = answers[0].at("text").get<std::string>();
-          const int64_t offset = answers[0].at("answer_start").get<int64_t>();
-          int64_t length = 0;
-          for (unsigned char c : example.answer_text) length += (c & 0xC0) != 0x80 ? 1 : 0;
-          const int64_t last = offset + length - 1;
-          if (offset < 0 || length == 0 || last >= static_cast<int64_t>(char_to_word.size()))
-            throw loom::IoError(path + ": question '" + example.qas_id + "': answer_start " +
-                                std::to_string(offset) + " is outside its context");
-          example.start_word = char_to_word[static_cast<size_t>(offset)];
-          example.end_word = char_to_word[static_cast<size_t>(last)];
-          const std::string actual = join(words, static_cast<size_t>(std::max(example.start_word, 0)),
-                                          static_cast<size_t>(std::max(example.end_word, 0)));
-          const std::vector<std::string> cleaned_words = whitespace_words(example.answer_text);
-          const std::string cleaned =
-              cleaned_words.empty() ? "" : join(cleaned_words, 0, cleaned_words.size() - 1);
-          if (example.start_word < 0 || actual.find(cleaned) == std::string::npos) {
-            ++skipped;  // the reference logs "Could not find answer" and drops the question
-            continue;
-          }
-        }
-        examples.push_back(std::move(example));
-      }
-    }
-  }
-  return examples;
-}
 
 std::vector<SquadFeature> squad_features(const std::vector<SquadExample>& examples,
                                          const SquadOptions& options, const loom::Tokenizer& tokenizer) {

@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "loom/sdk/error.hpp"
 #include "loom/sdk/interfaces.hpp"
@@ -54,6 +55,23 @@ inline constexpr loom_toolchain this_toolchain() {
 /// Log levels for `ComponentContext::log`.
 enum class LogLevel : int32_t { trace = 0, debug = 1, info = 2, warn = 3, error = 4 };
 
+/// The host's logger as a component keeps it past its constructor (ComponentContext::logger):
+/// a dataset reports in `open()` what it read and dropped. A no-op when the host gave none.
+class Logger {
+ public:
+  Logger() = default;
+  Logger(const loom_host_services* host, std::string component)
+      : host_(host), component_(std::move(component)) {}
+  void log(LogLevel level, const std::string& message) const {
+    if (host_ != nullptr && host_->log != nullptr)
+      host_->log(host_->context, static_cast<int32_t>(level), component_.c_str(), message.c_str());
+  }
+
+ private:
+  const loom_host_services* host_ = nullptr;  // the host's services outlive every component
+  std::string component_;
+};
+
 /// Handed to a component's constructor: its options, whether this is a dry run, host services.
 class ComponentContext {
  public:
@@ -69,6 +87,8 @@ class ComponentContext {
     if (host_ != nullptr && host_->log != nullptr)
       host_->log(host_->context, static_cast<int32_t>(level), name_, message.c_str());
   }
+  /// The same logger, valid for the component's whole life (this context is not).
+  Logger logger() const { return Logger(host_, name_ != nullptr ? name_ : ""); }
 
  private:
   Options& options_;
