@@ -25,7 +25,29 @@ enum Slot : size_t {
   kSlots
 };
 
+// Byte offsets of the slots for batches up to `limits`, and after them the total.
+std::vector<size_t> slot_offsets(const loom::ActivationShape& limits) {
+  const size_t tokens = static_cast<size_t>(limits.batch * limits.seq);
+  const size_t masked = static_cast<size_t>(std::max<int64_t>(limits.max_masked, 1));
+  const size_t rows = static_cast<size_t>(limits.batch);
+  const size_t counts[kSlots] = {tokens, tokens, tokens, tokens, masked, masked,
+                                 rows,   rows,   rows,   rows,   tokens, tokens};
+  std::vector<size_t> offsets;
+  size_t bytes = 0;
+  for (size_t count : counts) {
+    offsets.push_back(bytes);
+    bytes +=
+        (count * 4 + loom::Backend::kAlignment - 1) / loom::Backend::kAlignment * loom::Backend::kAlignment;
+  }
+  offsets.push_back(bytes);
+  return offsets;
+}
+
 }  // namespace
+
+size_t BatchStaging::device_bytes(const loom::ActivationShape& limits) {
+  return slot_offsets(limits).back();
+}
 
 BatchStaging::BatchStaging(loom::Backend& backend, const loom::ActivationShape& limits, int32_t pad_token_id)
     : backend_(backend), limits_(limits), pad_token_id_(pad_token_id) {
@@ -35,15 +57,9 @@ BatchStaging::BatchStaging(loom::Backend& backend, const loom::ActivationShape& 
   const size_t tokens = static_cast<size_t>(limits.batch * limits.seq);
   const size_t masked = static_cast<size_t>(std::max<int64_t>(limits.max_masked, 1));
   const size_t rows = static_cast<size_t>(limits.batch);
-  const size_t counts[kSlots] = {tokens, tokens, tokens, tokens, masked, masked,
-                                 rows,   rows,   rows,   rows,   tokens, tokens};
-  size_t bytes = 0;
-  for (size_t count : counts) {
-    offsets_.push_back(bytes);
-    bytes +=
-        (count * 4 + loom::Backend::kAlignment - 1) / loom::Backend::kAlignment * loom::Backend::kAlignment;
-  }
-  device_ = loom::Buffer(backend, bytes);
+  offsets_ = slot_offsets(limits);
+  device_ = loom::Buffer(backend, offsets_.back());
+  offsets_.pop_back();
   masked_rows_.resize(masked);
   masked_labels_.resize(masked);
   row_values_.resize(rows);

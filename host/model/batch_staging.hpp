@@ -45,6 +45,8 @@ class BatchStaging {
   const loom::BatchView& upload(const HostBatch& batch);
 
   const loom::ActivationShape& limits() const { return limits_; }
+  /// The device memory a staging for batches up to `limits` allocates.
+  static size_t device_bytes(const loom::ActivationShape& limits);
 
  private:
   loom::Tensor slot(size_t index, loom::DType dtype, std::initializer_list<int64_t> shape) const;

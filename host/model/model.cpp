@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "loom/sdk/saved_attention_bytes.hpp"
 #include "model/parameter_init.hpp"
 #include "recipe/errors.hpp"
 
@@ -199,37 +200,68 @@ void Model::zero_grads() {
   backend_.zero(grads());
 }
 
-void Model::reserve(const loom::ActivationShape& shape) {
+Model::ArenaLayout Model::arena_layout(const loom::ActivationShape& shape) const {
   if (shape.batch <= 0 || shape.seq <= 0 || shape.max_masked < 0 ||
       shape.max_masked > shape.batch * shape.seq)
     throw std::invalid_argument(fmt::format("activation shape batch {} seq {} max_masked {} is invalid",
                                             shape.batch, shape.seq, shape.max_masked));
   const size_t hidden_bytes = aligned(static_cast<size_t>(shape.batch * shape.seq * config_.hidden_size) * 4);
+  ArenaLayout layout;
   size_t offset = 0;
-  boundary_offsets_.assign(blocks_.size() - 1, 0);
-  for (auto& boundary : boundary_offsets_) {
+  layout.boundary_offsets.assign(blocks_.size() - 1, 0);
+  for (auto& boundary : layout.boundary_offsets) {
     boundary = offset;
     offset += hidden_bytes;
   }
-  loss_offset_ = offset;
+  layout.loss_offset = offset;
   offset += aligned(sizeof(float));
-  for (auto& d : d_hidden_offset_) {
+  for (auto& d : layout.d_hidden_offset) {
     d = offset;
     offset += hidden_bytes;
   }
-  scratch_bytes_ = 0;
-  for (auto& block : blocks_) {
+  for (const auto& block : blocks_) {
     const loom::ActivationBytes needs =
         block.block.call([&](loom::Block& b) { return b.activation_bytes(shape); });
-    block.saved_offset = offset;
-    block.saved_bytes = needs.saved;
+    layout.saved_offsets.push_back(offset);
+    layout.saved_bytes.push_back(needs.saved);
     offset += aligned(needs.saved);
-    scratch_bytes_ = std::max(scratch_bytes_, needs.scratch);
+    layout.scratch_bytes = std::max(layout.scratch_bytes, needs.scratch);
   }
-  scratch_offset_ = offset;
-  offset += aligned(scratch_bytes_);
-  if (offset > arena_.bytes()) arena_ = loom::Buffer(backend_, offset);
+  layout.scratch_offset = offset;
+  offset += aligned(layout.scratch_bytes);
+  layout.total = offset;
+  return layout;
+}
+
+void Model::reserve(const loom::ActivationShape& shape) {
+  const ArenaLayout layout = arena_layout(shape);
+  boundary_offsets_ = layout.boundary_offsets;
+  loss_offset_ = layout.loss_offset;
+  d_hidden_offset_[0] = layout.d_hidden_offset[0];
+  d_hidden_offset_[1] = layout.d_hidden_offset[1];
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    blocks_[i].saved_offset = layout.saved_offsets[i];
+    blocks_[i].saved_bytes = layout.saved_bytes[i];
+  }
+  scratch_offset_ = layout.scratch_offset;
+  scratch_bytes_ = layout.scratch_bytes;
+  if (layout.total > arena_.bytes()) arena_ = loom::Buffer(backend_, layout.total);
   reserved_ = shape;
+}
+
+ArenaBytes Model::arena_bytes_for(const loom::ActivationShape& shape) const {
+  const ArenaLayout layout = arena_layout(shape);
+  ArenaBytes bytes;
+  bytes.block_outputs = layout.loss_offset;  // the boundaries come first
+  bytes.loss = layout.d_hidden_offset[0] - layout.loss_offset;
+  bytes.activation_gradients = layout.saved_offsets.front() - layout.d_hidden_offset[0];
+  bytes.saved = layout.scratch_offset - layout.saved_offsets.front();
+  bytes.scratch = layout.total - layout.scratch_offset;
+  for (const auto& block : blocks_)
+    if (auto* attention = block.block.find<loom::SavedAttentionBytes>())
+      bytes.saved_attention +=
+          block.block.call([&](loom::Block&) { return attention->saved_attention_bytes(shape); });
+  return bytes;
 }
 
 loom::Tensor Model::hidden(size_t offset, const loom::BatchView& batch) const {

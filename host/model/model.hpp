@@ -27,6 +27,18 @@
 
 namespace loom::host {
 
+/// The activation arena for batches up to one shape, by what its bytes hold (each part 64-byte
+/// aligned, as laid out).
+struct ArenaBytes {
+  size_t block_outputs = 0;         ///< one f32 [B, T, H] per block boundary, read again by backward
+  size_t saved = 0;                 ///< the blocks' `saved` regions, attention's part included
+  size_t saved_attention = 0;       ///< of `saved`, what attention keeps (SavedAttentionBytes)
+  size_t activation_gradients = 0;  ///< the two f32 [B, T, H] gradients backward uses in turn
+  size_t scratch = 0;               ///< the region the blocks share within one call
+  size_t loss = 0;                  ///< the head's f32 loss
+  size_t total() const { return block_outputs + saved + activation_gradients + scratch + loss; }
+};
+
 /// Per-step switches of forward.
 struct StepSettings {
   bool training = true;       ///< dropout on
@@ -68,6 +80,9 @@ class Model {
   const loom::ActivationShape& reserved() const { return reserved_; }
   /// Bytes of the activation arena.
   size_t arena_bytes() const { return arena_.bytes(); }
+  /// The arena reserve(`shape`) lays out, by part, with attention's share of the saved bytes from
+  /// the blocks that report it; allocates nothing, so it sizes models too large for this machine.
+  ArenaBytes arena_bytes_for(const loom::ActivationShape& shape) const;
 
   /// Runs every block forward on `batch` (which must fit `reserved()` and outlive backward).
   void forward(const loom::BatchView& batch, const StepSettings& settings);
@@ -102,6 +117,14 @@ class Model {
     size_t saved_offset = 0;  // bytes into the arena
     size_t saved_bytes = 0;
   };
+  // Where reserve() puts each part of the arena for one shape (byte offsets).
+  struct ArenaLayout {
+    std::vector<size_t> boundary_offsets;             // output of block i (i < n − 1)
+    size_t loss_offset = 0, d_hidden_offset[2] = {0, 0};
+    std::vector<size_t> saved_offsets, saved_bytes;   // per block
+    size_t scratch_offset = 0, scratch_bytes = 0, total = 0;
+  };
+  ArenaLayout arena_layout(const loom::ActivationShape& shape) const;
   void add_block(const PluginRegistry& registry, const std::string& name, std::vector<std::string>& seen);
   void bind_blocks();
   loom::Tensor hidden(size_t offset, const loom::BatchView& batch) const;

@@ -21,26 +21,29 @@ bool host_path_forced() {
 
 }  // namespace
 
+std::string BackendUpdate::host_path_reason(RunComponents& components, loom::Backend& backend, int world) {
+  if (components.backend.find<loom::OptimizerSteps>() == nullptr)
+    return components.backend.name() + " offers no optimizer passes (OptimizerSteps)";
+  if (components.optimizer.find<loom::BackendOptimizer>() == nullptr)
+    return components.optimizer.name() + " cannot run on a backend";
+  if (components.precision.find<loom::BackendPrecision>() == nullptr)
+    return components.precision.name() + " cannot decide from a backend flag";
+  if (world > 1 && !host_addressable(backend))
+    return "the gradient all-reduce of several ranks works on host copies of device memory";
+  if (host_path_forced()) return "LOOM_HOST_OPTIMIZER is set";
+  return "";
+}
+
 std::unique_ptr<BackendUpdate> BackendUpdate::attach_if_offered(RunComponents& components,
                                                                 UpdatedBuffers buffers, int world) {
-  loom::OptimizerSteps* steps = components.backend.find<loom::OptimizerSteps>();
-  loom::BackendOptimizer* optimizer = components.optimizer.find<loom::BackendOptimizer>();
-  loom::BackendPrecision* precision = components.precision.find<loom::BackendPrecision>();
-  std::string missing;
-  if (steps == nullptr)
-    missing = components.backend.name() + " offers no optimizer passes (OptimizerSteps)";
-  else if (optimizer == nullptr)
-    missing = components.optimizer.name() + " cannot run on a backend";
-  else if (precision == nullptr)
-    missing = components.precision.name() + " cannot decide from a backend flag";
-  else if (world > 1 && !host_addressable(buffers.backend))
-    missing = "the gradient all-reduce of several ranks works on host copies of device memory";
-  else if (host_path_forced())
-    missing = "LOOM_HOST_OPTIMIZER is set";
+  const std::string missing = host_path_reason(components, buffers.backend, world);
   if (!missing.empty()) {
     spdlog::info("optimizer step on the host: {}", missing);
     return nullptr;
   }
+  loom::OptimizerSteps* steps = components.backend.find<loom::OptimizerSteps>();
+  loom::BackendOptimizer* optimizer = components.optimizer.find<loom::BackendOptimizer>();
+  loom::BackendPrecision* precision = components.precision.find<loom::BackendPrecision>();
   components.optimizer.call([&](loom::Optimizer&) { optimizer->attach(buffers.backend, *steps); });
   spdlog::info(
       "optimizer step on the backend ({}): no gradient or weight crosses to the host; each step reads "
@@ -62,7 +65,7 @@ BackendUpdate::BackendUpdate(RunComponents& components, UpdatedBuffers buffers,
       buffers_(std::move(buffers)),
       optimizer_(&optimizer),
       precision_(&precision),
-      flag_(buffers_.backend, sizeof(int32_t)) {}
+      flag_(buffers_.backend, kFlagBytes) {}
 
 loom::PrecisionDecision BackendUpdate::decide() {
   const loom::Tensor flag = flag_.view(loom::DType::i32, {1});

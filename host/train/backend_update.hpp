@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/backend_optimizer.hpp"
@@ -38,6 +39,12 @@ struct UpdatedBuffers {
 
 class BackendUpdate {
  public:
+  /// The backend memory of the non-finite flag.
+  static constexpr size_t kFlagBytes = sizeof(int32_t);
+
+  /// Why a run of `world` ranks on `backend` takes the host path, or "" when every component
+  /// offers the backend path (nothing is attached).
+  static std::string host_path_reason(RunComponents& components, loom::Backend& backend, int world);
   /// The backend path for `buffers` if every component offers it (the optimizer is then attached
   /// to the backend: its state moves there), else nullptr. Call after the optimizer's setup() and
   /// before its state is restored. Logs which path the run takes, and why.

@@ -11,7 +11,7 @@ loom::Tensor scalar_view(const loom::Tensor& t, loom::Device device) {
 
 }  // namespace
 
-LossSums::LossSums(loom::Backend& backend) : backend_(backend), sums_(backend, 3 * sizeof(float)) {
+LossSums::LossSums(loom::Backend& backend) : backend_(backend), sums_(backend, kDeviceBytes) {
   backend_.zero(loom::Tensor::contiguous(sums_.data(), loom::DType::f32, {3}, backend_.device()));
 }
 

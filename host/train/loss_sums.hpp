@@ -13,6 +13,9 @@ namespace loom::host {
 
 class LossSums {
  public:
+  /// The backend memory the three sums take.
+  static constexpr size_t kDeviceBytes = 3 * sizeof(float);
+
   /// Allocates the sums on `backend`, zeroed.
   explicit LossSums(loom::Backend& backend);
 

@@ -50,6 +50,7 @@ loom::DeviceInfo CpuBackend::device_info() const {
   loom::DeviceInfo info{};
   std::snprintf(info.name, sizeof info.name, "CPU");
   info.multiprocessors = threads_;
+  info.peak_allocated_bytes = ledger_.usage().peak_allocated;
   return info;
 }
 
@@ -58,10 +59,12 @@ void* CpuBackend::allocate(size_t bytes) {
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* data = std::aligned_alloc(kAlignment, rounded);
   if (data == nullptr) throw std::bad_alloc();
+  ledger_.add(data, bytes, rounded);
   return data;
 }
 
 void CpuBackend::deallocate(void* data) {
+  ledger_.remove(data);
   std::free(data);
 }
 

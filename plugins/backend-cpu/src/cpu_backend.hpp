@@ -14,12 +14,14 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/memory_usage.hpp"
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom_backend/argument_checks.hpp"
 #include "loom_backend/op_timing.hpp"
+#include "allocation_ledger.hpp"
 
 namespace loom_cpu {
 
@@ -33,7 +35,8 @@ class CpuBackend final : public loom::Backend,
                          public loom::DeviceDescription,
                          public loom::OptimizerSteps,
                          public loom::ResidualLayerNorm,
-                         public loom::OpProfiler {
+                         public loom::OpProfiler,
+                         public loom::MemoryUsage {
  public:
   /// Reads options `threads` (default: every core this process may use) and `fused_attention`
   /// (default false: the reference attention op is exact but slower than the GEMM path here).
@@ -101,10 +104,12 @@ class CpuBackend final : public loom::Backend,
   void global_norm(const loom::Tensor& x, const loom::Tensor& out) override;
   void check_finite(const loom::Tensor& x, const loom::Tensor& flag) override;
 
-  // DeviceDescription and FusedAttention (named interfaces). device_info: "CPU", the thread count, no known
-  // peak, no allocation tracking (cpu_backend.cpp); attention.cpp: the reference implementation of fused
-  // attention.
+  // DeviceDescription, MemoryUsage and FusedAttention (named interfaces). device_info: "CPU", the thread
+  // count, no known peak, the high-water mark of allocate(); memory_usage: allocate()'s live and peak
+  // bytes, requested and rounded to kAlignment (cpu_backend.cpp); attention.cpp: the reference
+  // implementation of fused attention.
   loom::DeviceInfo device_info() const override;
+  loom::MemoryUsageBytes memory_usage() const override { return ledger_.usage(); }
   bool fused_attention(int64_t head_dim, int64_t max_seq) const override;
   void attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                          const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
@@ -166,6 +171,7 @@ class CpuBackend final : public loom::Backend,
 
   int threads_;
   bool fused_attention_;
+  AllocationLedger ledger_;
   std::unique_ptr<OneDnnGemm> gemm_;
   /// f32 copies of widened GEMM operands a, b, c; grown to the largest product seen, then reused.
   std::vector<float> widened_[3];

@@ -77,9 +77,11 @@ void* CachingAllocator::allocate(size_t bytes, cudaStream_t stream) {
     ++mallocs_;
     reserved_ += size;
   }
-  live_blocks_.emplace(block, Block{size, stream});
+  live_blocks_.emplace(block, Block{size, stream, bytes});
   allocated_ += size;
   if (allocated_ > peak_) peak_ = allocated_;
+  requested_ += bytes;
+  if (requested_ > peak_requested_) peak_requested_ = requested_;
   return block;
 }
 
@@ -109,6 +111,7 @@ void CachingAllocator::deallocate(void* data, cudaStream_t last_use) {
   }
   live_blocks_.erase(found);
   allocated_ -= block.size;
+  requested_ -= block.requested;
 }
 
 cudaEvent_t CachingAllocator::take_event_locked() {
@@ -177,6 +180,10 @@ size_t CachingAllocator::peak_allocated_bytes() const {
 size_t CachingAllocator::reserved_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return reserved_;
+}
+loom::MemoryUsageBytes CachingAllocator::usage() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {requested_, peak_requested_, allocated_, peak_, reserved_};
 }
 uint64_t CachingAllocator::device_mallocs() const {
   std::lock_guard<std::mutex> lock(mutex_);

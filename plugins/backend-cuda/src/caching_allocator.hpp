@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "loom/sdk/ops/memory_usage.hpp"
+
 namespace loom_cuda {
 
 class CachingAllocator {
@@ -64,6 +66,8 @@ class CachingAllocator {
   size_t peak_allocated_bytes() const;
   /// Bytes held from the driver: allocated plus cached free blocks.
   size_t reserved_bytes() const;
+  /// The bytes requested and allocated (size classes), live and at their peaks, and reserved.
+  loom::MemoryUsageBytes usage() const;
   /// Number of cudaMalloc calls so far (cache misses): constant once a training step is warm.
   uint64_t device_mallocs() const;
   /// Blocks freed after a use on another stream whose event has not been seen complete yet.
@@ -73,6 +77,7 @@ class CachingAllocator {
   struct Block {
     size_t size = 0;                // size class
     cudaStream_t stream = nullptr;  // the stream it was allocated for
+    size_t requested = 0;           // the bytes asked for (≤ size)
   };
   struct Pending {
     void* data = nullptr;
@@ -94,6 +99,7 @@ class CachingAllocator {
   std::vector<Pending> pending_;                       // freed, last use on another stream in flight
   std::vector<cudaEvent_t> spare_events_;              // recycled from completed pending blocks
   size_t allocated_ = 0, peak_ = 0, reserved_ = 0;
+  size_t requested_ = 0, peak_requested_ = 0;  // the same in requested bytes
   uint64_t mallocs_ = 0;
 };
 

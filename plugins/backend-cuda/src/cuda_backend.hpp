@@ -28,6 +28,7 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/memory_usage.hpp"
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
@@ -53,7 +54,8 @@ class CudaBackend final : public loom::Backend,
                           public loom::OptimizerSteps,
                           public loom::ResidualLayerNorm,
                           public loom::TransferCounter,
-                          public loom::OpProfiler {
+                          public loom::OpProfiler,
+                          public loom::MemoryUsage {
  public:
   /// Reads options `device` (default -1: the launcher's local rank modulo the device count,
   /// device_placement.hpp), `tf32` and `sync_check` (also on with LOOM_CUDA_SYNC_CHECK=1).
@@ -180,6 +182,10 @@ class CudaBackend final : public loom::Backend,
   /// take_op_profile waits for the last event recorded.
   void set_op_profiling(bool on) override;
   size_t take_op_profile(loom::OpFamilyTime* totals, size_t count) override;
+
+  /// MemoryUsage: the caching allocator's figures; its size classes make `allocated` exceed
+  /// `requested` by up to a quarter per block.
+  loom::MemoryUsageBytes memory_usage() const override { return allocator_.usage(); }
 
   // ---- beyond the interface: for tests and `loom bench` ---------------------------------------
   /// The stream every op is enqueued on.

@@ -1,6 +1,6 @@
 // The backend-cuda plugin: component backend/cuda, offering fused attention, its device description,
-// the optimizer passes, the fused residual + LayerNorm, the count of the host's waits for the device
-// and per-op timing.
+// the optimizer passes, the fused residual + LayerNorm, the count of the host's waits for the device,
+// per-op timing and its memory usage.
 #include "loom/sdk/plugin.hpp"
 
 #include "cuda_backend.hpp"
@@ -9,4 +9,5 @@ LOOM_PLUGIN("backend-cuda", "0.1.0", "Compute backend on an NVIDIA GPU (cuBLASLt
             loom::component<loom::Backend, loom_cuda::CudaBackend>(
                 "cuda", "0.2.0", "f32 + bf16/f16 ops and fused attention on one GPU; options device, tf32",
                 loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps,
-                             loom::ResidualLayerNorm, loom::TransferCounter, loom::OpProfiler>{}))
+                             loom::ResidualLayerNorm, loom::TransferCounter, loom::OpProfiler,
+                             loom::MemoryUsage>{}))

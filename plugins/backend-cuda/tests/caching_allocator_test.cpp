@@ -1,5 +1,6 @@
 // The caching allocator: size classes (no GPU needed), reuse without new cudaMalloc once warm,
-// and blocks last used on a second stream reused only after that use has completed.
+// the bytes requested and allocated it reports, and blocks last used on a second stream reused
+// only after that use has completed.
 #include "caching_allocator.hpp"
 
 #include <chrono>
@@ -98,6 +99,29 @@ TEST(CachingAllocator, ReusesFreedBlocksWithoutNewDeviceMallocs) {
   EXPECT_GE(gpu.peak_allocated_bytes(), size_t{1} << 21);
   EXPECT_EQ(gpu.allocate(0), nullptr);
   gpu.deallocate(nullptr);
+}
+
+TEST(CachingAllocator, ReportsRequestedAndAllocatedBytesLiveAndAtThePeak) {
+  LOOM_SKIP_WITHOUT_CUDA();
+  loom_cuda::CachingAllocator allocator;
+  const size_t small = 1000, large = (size_t{1} << 20) + 1;
+  void* a = allocator.allocate(small);
+  void* b = allocator.allocate(large);
+  loom::MemoryUsageBytes u = allocator.usage();
+  EXPECT_EQ(u.requested, small + large);
+  using loom_cuda::CachingAllocator;
+  EXPECT_EQ(u.allocated, CachingAllocator::size_class(small) + CachingAllocator::size_class(large));
+  EXPECT_EQ(u.peak_requested, u.requested);
+  EXPECT_EQ(u.peak_allocated, u.allocated);
+  EXPECT_GE(u.reserved, u.allocated);
+  allocator.deallocate(b);
+  u = allocator.usage();
+  EXPECT_EQ(u.requested, small);
+  EXPECT_EQ(u.allocated, CachingAllocator::size_class(small));
+  EXPECT_EQ(u.peak_requested, small + large) << "the peak stays";
+  EXPECT_GE(u.reserved, u.allocated + CachingAllocator::size_class(large)) << "the freed block is cached";
+  allocator.deallocate(a);
+  EXPECT_EQ(allocator.usage().requested, 0u);
 }
 
 TEST(CachingAllocator, BlockLastUsedOnAnotherStreamWaitsForThatUse) {

@@ -29,6 +29,7 @@
 #include "components.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "loom/sdk/saved_attention_bytes.hpp"
 #include "region_carver.hpp"
 
 namespace loom_bert {
@@ -37,12 +38,13 @@ namespace {
 using loom::DType;
 using loom::Tensor;
 
-class EncoderLayer final : public BertBlock {
+class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
   // Regions of the arena; the fused path has lse and delta instead of the [B, nh, T, T] tensors.
   // q, k, v: [B·T, H] column blocks of one [B·T, 3H] region when the projections are one GEMM,
   // else three [B·T, H] blocks of it; either way the region's size is the same.
   struct Saved {
     Tensor x_c, qkv, q, k, v, probs, lse, ctx, x1, mean1, rstd1, h1, h1_c, u, g, x2, mean2, rstd2;
+    size_t attention_bytes = 0;  // qkv through ctx: what attention keeps for its backward
   };
   struct ForwardScratch {
     Tensor tmp, tmp_qkv, h1, scores, probs_dropped;  // tmp: [B·T, H] at the start of tmp_qkv; h1: f32
@@ -76,6 +78,10 @@ class EncoderLayer final : public BertBlock {
     RegionCarver backward_scratch(nullptr, 0, {}, name_.c_str());
     carve_backward_scratch(backward_scratch, shape.batch, shape.seq);
     return {saved.used(), std::max(forward_scratch.used(), backward_scratch.used())};
+  }
+  size_t saved_attention_bytes(const loom::ActivationShape& shape) const override {
+    RegionCarver saved(nullptr, 0, {}, name_.c_str());
+    return carve_saved(saved, shape.batch, shape.seq).attention_bytes;
   }
 
   void forward(const loom::StepArgs& step, const Tensor& input, const Tensor& output) override {
@@ -252,6 +258,7 @@ class EncoderLayer final : public BertBlock {
     const DType c = compute_;
     Saved s;
     s.x_c = r.take_compute_copy(compute_, {N, H});
+    const size_t attention_start = r.used();
     s.qkv = r.take(c, {N, 3 * H});
     split_qkv(s.qkv, s.q, s.k, s.v);
     if (fused_)
@@ -259,6 +266,7 @@ class EncoderLayer final : public BertBlock {
     else
       s.probs = r.take(c, {B, heads, T, T});
     s.ctx = r.take(c, {N, H});
+    s.attention_bytes = r.used() - attention_start;
     s.x1 = r.take(DType::f32, {N, H});
     s.mean1 = r.take(DType::f32, {N});
     s.rstd1 = r.take(DType::f32, {N});
@@ -416,7 +424,8 @@ class EncoderLayer final : public BertBlock {
 loom_component_desc encoder_layer_component() {
   return loom::component<loom::Block, EncoderLayer>(
       "bert.encoder-layer", "0.1.0",
-      "post-LN self-attention (key padding mask) + GELU feed-forward, with dropout");
+      "post-LN self-attention (key padding mask) + GELU feed-forward, with dropout",
+      loom::offers<loom::SavedAttentionBytes>{});
 }
 
 }  // namespace loom_bert
