@@ -20,5 +20,6 @@
 #include "loom/sdk/tensor.hpp"
 #include "loom/sdk/tokenizer.hpp"
 #include "loom/sdk/version.hpp"
+#include "loom/sdk/vocabulary_file.hpp"
 
 static_assert(__cplusplus == 201703L, "this translation unit must be compiled as C++17");

@@ -5,6 +5,7 @@
 
 #include "recipe/errors.hpp"
 #include "loom/sdk/component_kind.hpp"
+#include "loom/sdk/vocabulary_file.hpp"
 
 namespace loom::host {
 
@@ -36,6 +37,24 @@ template Component<loom::Backend> create_table_component(const Recipe&, const Pl
 template Component<loom::Dataset> create_table_component(const Recipe&, const PluginRegistry&,
                                                          const std::string&, const std::string&);
 
+namespace {
+
+// The tokenizer's vocabulary file, for a dataset that checks its data against it (the manifest of
+// pre-training shards records the vocabulary they were prepared with).
+void hand_vocabulary_file(const Component<loom::Tokenizer>& tokenizer, const Component<loom::Dataset>& data) {
+  if (!tokenizer || !data) return;
+  const auto* file = tokenizer.find<loom::VocabularyFile>();
+  auto* receiver = data.find<loom::DatasetVocabularyFile>();
+  if (file == nullptr || receiver == nullptr) return;
+  const std::string path =
+      tokenizer.call([&](loom::Tokenizer&) { return std::string(file->vocabulary_path()); });
+  const std::string sha256 =
+      tokenizer.call([&](loom::Tokenizer&) { return std::string(file->vocabulary_sha256()); });
+  data.call([&](loom::Dataset&) { receiver->use_vocabulary_file(path.c_str(), sha256.c_str()); });
+}
+
+}  // namespace
+
 RunComponents create_run_components(const Recipe& recipe, const PluginRegistry& registry,
                                     const RunComponentNeeds& needs) {
   auto required = [&](const char* table) {
@@ -60,6 +79,8 @@ RunComponents create_run_components(const Recipe& recipe, const PluginRegistry& 
   c.tokenizer = create_table_component<loom::Tokenizer>(recipe, registry, "tokenizer", "");
   if (needs.data) c.data = create_table_component<loom::Dataset>(recipe, registry, "data", "");
   c.eval_data = create_table_component<loom::Dataset>(recipe, registry, "eval_data", "");
+  hand_vocabulary_file(c.tokenizer, c.data);
+  hand_vocabulary_file(c.tokenizer, c.eval_data);
   if (needs.training) {
     c.optimizer = create_table_component<loom::Optimizer>(recipe, registry, "optimizer", "");
     c.schedule = create_table_component<loom::Schedule>(recipe, registry, "schedule", "");

@@ -3,7 +3,8 @@
 // Absent optional tables get their defaults: [communicator] → communicator/local,
 // [precision] → precision/fp32. [backend] and [data] are required; [tokenizer], [eval_data],
 // [optimizer] and [schedule] are created when present (`need_training` makes the last two
-// required). Every object holds its plugin library alive (component.hpp).
+// required). Every object holds its plugin library alive (component.hpp). A dataset that checks
+// its data against the run's vocabulary file gets the tokenizer's (loom/sdk/vocabulary_file.hpp).
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,9 @@
 
 #include <hdf5.h>
 
+#include <iterator>
+#include <new>
+
 #include "loom/sdk/error.hpp"
 
 namespace loom_datasets {
@@ -59,9 +62,37 @@ Handle open_key(hid_t file, const std::string& path, const char* key) {
   return dataset;
 }
 
+// The bytes `dataset` declares (its shape × its stored element size) must be backed by what the
+// file stores for it: a few-KB file declaring 10^12 rows would otherwise be trusted until the
+// allocation for them fails. Unfiltered data is stored whole; compressed data may shrink, but no
+// HDF5 filter comes near kMaxCompression (deflate's limit is 1032:1).
+constexpr unsigned __int128 kMaxCompression = 4096;
+
+void check_storage(hid_t dataset, const std::string& path, const char* key, const hsize_t* dims, int rank) {
+  Handle type(H5Dget_type(dataset), H5Tclose);
+  Handle plist(H5Dget_create_plist(dataset), H5Pclose);
+  if (!type.ok() || !plist.ok()) fail(path, key, "cannot read its type or storage layout");
+  unsigned __int128 declared = H5Tget_size(type.get());
+  for (int d = 0; d < rank; ++d) declared *= dims[d];
+  const unsigned __int128 stored = H5Dget_storage_size(dataset);
+  const int filters = H5Pget_nfilters(plist.get());
+  const bool backed = filters > 0 ? declared <= stored * kMaxCompression : declared <= stored;
+  if (!backed) {
+    std::string shape = std::to_string(dims[0]);
+    for (int d = 1; d < rank; ++d) shape += " × " + std::to_string(dims[d]);
+    fail(path, key,
+         "declares " + shape + " values, but the file stores only " +
+             std::to_string(static_cast<uint64_t>(stored)) + " bytes of them" +
+             (filters > 0 ? " (compressed, beyond any filter's ratio)" : "") +
+             ": the file is truncated, was never completely written, or its header is wrong; re-run loom "
+             "prep pretraining");
+  }
+}
+
 ShardShape check_keys(hid_t file, const std::string& path) {
   ShardShape shape;
   bool first = true;
+  hsize_t all_dims[std::size(kKeys)][2] = {};
   for (const KeySpec& spec : kKeys) {
     Handle dataset = open_key(file, path, spec.key);
     Handle type(H5Dget_type(dataset.get()), H5Tclose);
@@ -71,7 +102,7 @@ ShardShape check_keys(hid_t file, const std::string& path) {
     const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
     if (rank != spec.rank)
       fail(path, spec.key, "has rank " + std::to_string(rank) + ", expected " + std::to_string(spec.rank));
-    hsize_t dims[2] = {0, 0};
+    hsize_t* dims = all_dims[&spec - kKeys];
     H5Sget_simple_extent_dims(space.get(), dims, nullptr);
     if (first) shape.instances = dims[0], first = false;
     if (dims[0] != shape.instances)
@@ -84,6 +115,11 @@ ShardShape check_keys(hid_t file, const std::string& path) {
         fail(path, spec.key,
              "has " + std::to_string(dims[1]) + " columns, expected " + std::to_string(width));
     }
+  }
+  // After every key is known to be there with consistent shapes, so those errors come first.
+  for (const KeySpec& spec : kKeys) {
+    Handle dataset = open_key(file, path, spec.key);
+    check_storage(dataset.get(), path, spec.key, all_dims[&spec - kKeys], spec.rank);
   }
   return shape;
 }
@@ -98,14 +134,7 @@ void read_key(hid_t file, const std::string& path, const char* key, hid_t memory
     fail(path, key, "cannot read data (truncated or corrupted file; re-run loom prep pretraining)");
 }
 
-}  // namespace
-
-ShardShape read_shard_shape(const std::string& path) {
-  Handle file = open_file(path);
-  return check_keys(file.get(), path);
-}
-
-ShardData read_shard(const std::string& path) {
+ShardData read_shard_data(const std::string& path) {
   Handle file = open_file(path);
   ShardData data;
   data.shape = check_keys(file.get(), path);
@@ -119,6 +148,24 @@ ShardData read_shard(const std::string& path) {
   read_key(file.get(), path, "masked_lm_ids", H5T_NATIVE_INT32, data.masked_ids, predictions);
   read_key(file.get(), path, "next_sentence_labels", H5T_NATIVE_INT8, data.next_sentence, n);
   return data;
+}
+
+}  // namespace
+
+ShardShape read_shard_shape(const std::string& path) {
+  Handle file = open_file(path);
+  return check_keys(file.get(), path);
+}
+
+ShardData read_shard(const std::string& path) {
+  try {
+    return read_shard_data(path);
+  } catch (const std::bad_alloc&) {
+    const ShardShape shape = read_shard_shape(path);
+    throw loom::IoError(path + ": " + std::to_string(shape.instances) + " rows of " +
+                        std::to_string(shape.seq_length) + " tokens do not fit in memory (a shard is read " +
+                        "whole): split it into smaller shards (loom prep pretraining --shards)");
+  }
 }
 
 }  // namespace loom_datasets

@@ -8,7 +8,8 @@
 LOOM_PLUGIN("datasets", "0.1.0", "Training data: BERT pretraining shards, text classification, SQuAD",
             loom::component<loom::Dataset, loom_datasets::PretrainingShards>(
                 "pretraining-shards", "0.1.0",
-                "MLM+NSP batches from HDF5 shards (static or dynamic masking)"),
+                "MLM+NSP batches from HDF5 shards (static or dynamic masking)",
+                loom::offers<loom::DatasetVocabularyFile>{}),
             loom::component<loom::Dataset, loom_datasets::TextClassification>(
                 "text-classification", "0.1.0", "GLUE TSV / JSONL sequence (pair) classification",
                 loom::offers<loom::DatasetLabels>{}),

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/sdk/tokenizer.hpp"
+#include "shard_manifest.hpp"
 
 namespace loom_datasets {
 namespace {
@@ -44,6 +45,10 @@ PretrainingShards::PretrainingShards(loom::ComponentContext& context) {
            "were chosen by loom prep)");
 }
 
+void PretrainingShards::use_vocabulary_file(const char* path, const char* sha256) {
+  vocabulary_file_ = {path != nullptr ? path : "", sha256 != nullptr ? sha256 : ""};
+}
+
 void PretrainingShards::open(const loom::DatasetSetup& setup) {
   files_ = expand_glob(pattern_);
   if (files_.empty())
@@ -67,12 +72,25 @@ void PretrainingShards::open(const loom::DatasetSetup& setup) {
   if (max_seq_length_ != 0 && max_seq_length_ != shape_.seq_length)
     throw loom::ConfigError("data.max_seq_length = " + std::to_string(max_seq_length_) + " but " + files_[0] +
                             " holds sequences of " + std::to_string(shape_.seq_length));
+  const ManifestVocabulary manifest = check_shard_manifests(files_, setup.tokenizer, vocabulary_file_);
+  const std::string vocabulary =
+      vocabulary_file_.path.empty() ? "the [tokenizer]'s vocabulary" : vocabulary_file_.path;
+  if (setup.tokenizer != nullptr)
+    value_limits_ = {setup.tokenizer->vocab_size(), vocabulary};
+  else
+    value_limits_ = {manifest.size,
+                     manifest.size != 0 ? manifest.path + " (from " + manifest.manifest + ")" : ""};
   if (dynamic_) {
     if (setup.tokenizer == nullptr)
       throw loom::ConfigError(
           "data.masking = \"dynamic\" needs a [tokenizer] table (for the [MASK] id and the "
           "vocabulary size)");
     const loom::SpecialTokenIds special = setup.tokenizer->special_token_ids();
+    if (special.mask < 0 && masking_.mask_ratio > 0)
+      throw loom::ConfigError(
+          "data.masking = \"dynamic\" replaces chosen tokens with [MASK], but the vocabulary " + vocabulary +
+          " has no [MASK] token: use a vocabulary with one (BERT's have it at "
+          "id 103), or set data.mask_ratio = 0 or masking = \"static\"");
     masking_.vocab_size = setup.tokenizer->vocab_size();
     masking_.cls = special.cls;
     masking_.sep = special.sep;
@@ -98,6 +116,7 @@ void PretrainingShards::load_row(uint64_t instance, uint64_t epoch, Row& row) {
   if (file != loaded_file_) {
     loaded_ = ShardData{};  // release the previous shard before reading the next
     loaded_ = read_shard(files_[file]);
+    check_shard_values(loaded_, files_[file], value_limits_);
     loaded_file_ = file;
   }
   const size_t r = static_cast<size_t>(instance - first_instance_[file]);
@@ -112,11 +131,7 @@ void PretrainingShards::load_row(uint64_t instance, uint64_t epoch, Row& row) {
   // Position 0 is [CLS], never masked: a 0 marks the end of the list (NVIDIA's loader rule).
   for (size_t p = 0; p < P; ++p) {
     const int32_t position = loaded_.masked_positions[r * P + p];
-    if (position == 0) break;
-    if (position < 0 || static_cast<size_t>(position) >= length)
-      throw loom::IoError(files_[file] + ": key 'masked_lm_positions': row " + std::to_string(r) +
-                          " has position " + std::to_string(position) + " outside its " +
-                          std::to_string(length) + " real tokens");
+    if (position == 0) break;  // positions were range-checked when the shard was read
     row.positions.push_back(position);
     row.masked_ids.push_back(loaded_.masked_ids[r * P + p]);
   }

@@ -4,4 +4,5 @@
 
 LOOM_PLUGIN("wordpiece", "0.1.0", "WordPiece tokenizer with Hugging Face BertTokenizer semantics",
             loom::component<loom::Tokenizer, loom::wordpiece::WordpieceTokenizer>(
-                "wordpiece", "0.1.0", "BERT WordPiece: clean-up, CJK, accents, punctuation, ## pieces"))
+                "wordpiece", "0.1.0", "BERT WordPiece: clean-up, CJK, accents, punctuation, ## pieces",
+                loom::offers<loom::VocabularyFile>{}))

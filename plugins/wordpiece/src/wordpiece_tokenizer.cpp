@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "file_sha256.hpp"
 #include "sequence_encoder.hpp"
 #include "token_decoder.hpp"
 
@@ -69,6 +70,7 @@ WordpieceTokenizer::WordpieceTokenizer(loom::ComponentContext& context) {
   }
   if (context.dry_run()) return;
   vocabulary_ = Vocabulary::load(settings_.vocab_path);
+  vocabulary_sha256_ = file_sha256_hex(settings_.vocab_path);
   if (vocabulary_.find("[UNK]") < 0) {
     options.fail("vocab",
                  "'" + settings_.vocab_path + "' has no [UNK] token; a WordPiece vocabulary needs one");

@@ -18,6 +18,7 @@
 #include "basic_tokenizer.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom/sdk/tokenizer.hpp"
+#include "loom/sdk/vocabulary_file.hpp"
 #include "vocabulary.hpp"
 #include "wordpiece_matcher.hpp"
 
@@ -29,7 +30,7 @@ struct WordpieceSettings {
   size_t max_input_chars_per_word = 100;
 };
 
-class WordpieceTokenizer final : public loom::Tokenizer {
+class WordpieceTokenizer final : public loom::Tokenizer, public loom::VocabularyFile {
  public:
   /// Reads every option; under a dry run checks the vocabulary file exists but does not load it.
   explicit WordpieceTokenizer(loom::ComponentContext& context);
@@ -53,6 +54,10 @@ class WordpieceTokenizer final : public loom::Tokenizer {
                 size_t capacity) const override;
   uint64_t invalid_utf8_replacements() const override { return replacements_.load(); }
 
+  /// VocabularyFile: the `vocab` option and its SHA-256 ("" when built from a Vocabulary in memory).
+  const char* vocabulary_path() const override { return settings_.vocab_path.c_str(); }
+  const char* vocabulary_sha256() const override { return vocabulary_sha256_.c_str(); }
+
   /// Tokenizes into a vector (the plugin's own convenience for encode).
   std::vector<int32_t> tokenize_to_vector(const char* text, size_t length) const;
 
@@ -65,6 +70,7 @@ class WordpieceTokenizer final : public loom::Tokenizer {
   std::unique_ptr<BasicTokenizer> basic_;
   std::unique_ptr<WordpieceMatcher> matcher_;
   mutable std::atomic<uint64_t> replacements_{0};
+  std::string vocabulary_sha256_;
 };
 
 }  // namespace loom::wordpiece

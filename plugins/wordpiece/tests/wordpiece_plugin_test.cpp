@@ -7,6 +7,7 @@
 #include "recipe/errors.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "loom/sdk/tokenizer.hpp"
+#include "loom/sdk/vocabulary_file.hpp"
 #include "wordpiece_test_support.hpp"
 
 namespace loom::wordpiece::testing {
@@ -25,6 +26,15 @@ loom::host::Component<loom::Tokenizer> make_wordpiece(const std::string& toml, b
 
 std::string vocab_option() {
   return "vocab = \"" + uncased_vocab_path() + "\"\n";
+}
+
+TEST(WordpiecePlugin, NamesItsVocabularyFileAndItsSha256) {
+  auto tokenizer = make_wordpiece(vocab_option());
+  const auto* file = tokenizer.find<loom::VocabularyFile>();
+  ASSERT_NE(file, nullptr);
+  EXPECT_EQ(std::string(file->vocabulary_path()), uncased_vocab_path());
+  // What `sha256sum` prints for the file, and what loom prep pretraining records in a manifest.
+  EXPECT_STREQ(file->vocabulary_sha256(), "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3");
 }
 
 TEST(WordpiecePlugin, TokenizesThroughTheInterface) {
