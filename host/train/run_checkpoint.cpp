@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "files/atomic_file.hpp"
+#include "model/config_weights_check.hpp"
 #include "model/host_mirror.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "loom/sdk/version.hpp"
@@ -29,27 +30,6 @@ nlohmann::json run_state_to_json(const RunState& s) {
           {"seed", s.seed},
           {"recipe_sha256", s.recipe_sha256},
           {"sdk_version", s.sdk_version}};
-}
-
-RunState run_state_from_json(const nlohmann::json& json, const std::string& source) {
-  RunState s;
-  try {
-    s.step = json.at("step").get<uint64_t>();
-    s.successful_steps = json.at("successful_steps").get<uint64_t>();
-    const auto& scaler = json.at("loss_scaler");
-    s.scaler.loss_scale = scaler.at("loss_scale").get<double>();
-    s.scaler.clean_steps = scaler.at("clean_steps").get<uint64_t>();
-    s.scaler.skipped_steps = scaler.at("skipped_steps").get<uint64_t>();
-    s.scaler.consecutive_skips = scaler.at("consecutive_skips").get<uint64_t>();
-    s.cursor.epoch = json.at("data_cursor").at("epoch").get<uint64_t>();
-    s.cursor.position = json.at("data_cursor").at("position").get<uint64_t>();
-    s.seed = json.at("seed").get<uint64_t>();
-    s.recipe_sha256 = json.value("recipe_sha256", "");
-    s.sdk_version = json.value("sdk_version", "");
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(source + ": " + e.what());
-  }
-  return s;
 }
 
 void write_run_checkpoint(const fs::path& directory, const Model& model, const BertConfig& config,
@@ -95,7 +75,11 @@ CheckpointLoadReport load_model_weights(Model& model, const fs::path& directory,
   if (!fs::exists(path))
     throw std::runtime_error(path.string() + ": no such file (is " + directory.string() +
                              " a checkpoint directory?)");
-  return load_model_weights(model, SafetensorsFile::open(path), options);
+  const SafetensorsFile weights = SafetensorsFile::open(path);
+  // The config saved beside the weights must describe them, whatever model they are loaded into.
+  const fs::path config = directory / "config.json";
+  if (fs::exists(config)) check_config_matches_weights(read_bert_config(config), config.string(), weights);
+  return load_model_weights(model, weights, options);
 }
 
 CheckpointLoadReport load_model_weights(Model& model, const SafetensorsFile& file,

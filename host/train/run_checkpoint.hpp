@@ -36,7 +36,8 @@ struct RunState {
 };
 
 nlohmann::json run_state_to_json(const RunState& state);
-/// Throws std::runtime_error naming `source` and the key on a missing or malformed field.
+/// Throws std::runtime_error naming `source` and the key on a missing or malformed field, or a
+/// value out of its range (run_state_reader.cpp; docs/checkpoints.md "state.json").
 RunState run_state_from_json(const nlohmann::json& json, const std::string& source);
 
 /// An optimizer whose state tensors live in backend memory (after BackendOptimizer::attach, the
@@ -56,7 +57,8 @@ void write_run_checkpoint(const std::filesystem::path& directory, const Model& m
                           const BackendOptimizerState* on_backend = nullptr);
 
 /// Loads model.safetensors of `directory` into the model's master weights (see bert_checkpoint.hpp
-/// for `options`) and refreshes its working weights.
+/// for `options`) and refreshes its working weights. When the directory has a config.json, it must
+/// describe the weights (model/config_weights_check.hpp) before any is loaded.
 CheckpointLoadReport load_model_weights(Model& model, const std::filesystem::path& directory,
                                         const CheckpointLoadOptions& options);
 /// The same from an open safetensors file of BERT weights (`loom debug-step --weights`): on any
