@@ -1,5 +1,5 @@
 // `loom debug-step`: one forward + backward of a BertForPreTraining model with dropout off, for
-// parity checks against PyTorch (issue 3 item 6).
+// parity checks against PyTorch (tests/parity).
 //
 //   loom debug-step --model-config CONFIG.json --weights MODEL.safetensors --batch BATCH.json
 //                   --out OUT.json [--grads GRADS.safetensors] [--precision fp32|bf16-mixed|fp16-mixed]

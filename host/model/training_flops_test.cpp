@@ -1,4 +1,4 @@
-// The model FLOP count against an independent hand count and the figure of issue 10: PyTorch's
+// The model FLOP count against an independent hand count and the GPU benchmark's figure: PyTorch's
 // bert-large at seq 128, batch 256, 1,301 seq/s is "32% of 989 TFLOP/s".
 #include <gtest/gtest.h>
 

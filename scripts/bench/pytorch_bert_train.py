@@ -6,7 +6,7 @@ The model is Hugging Face BertForPreTraining's computation written with plain to
 only — as Loom and NVIDIA's reference do — plus pooler and NSP head), trained with
 torch.optim.AdamW. Runs under Debian's /usr/bin/python3 with python3-torch. Prints one JSON line.
 
-With --device cuda (the GPU reference of issue 10): attention through
+With --device cuda (the GPU reference of scripts/bench/compare-pytorch-cuda): attention through
 F.scaled_dot_product_attention (flash / memory-efficient kernels), AdamW(fused=True), bf16 autocast
 (or tf32 matmuls with --precision tf32), optionally torch.compile; the JSON adds peak GPU memory.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A checkpoint that fails on a full disk (issue 15): on a tmpfs with room for one checkpoint and a
+# A checkpoint that fails on a full disk: on a tmpfs with room for one checkpoint and a
 # half, `loom run` writes step 10, fails at step 20 with "No space left on device" (exit 1), and
 # leaves no .partial-* directory behind; step 10 stays intact (MANIFEST verifies, weights equal to
 # the same run's step 10 on a roomy disk) and `latest` still names it.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Training on a GPU (issue 10, label gpu): backend/cuda against backend/cpu, end to end.
+# Training on a GPU (label gpu): backend/cuda against backend/cpu, end to end.
 #   1. `loom debug-step --backend cuda` on every PyTorch parity fixture, fp32 and bf16-mixed,
 #      within the bounds the CPU meets (tests/parity/CMakeLists.txt);
 #   2. 50 steps of bert-tiny from the same seed with dropout on, fp32, tf32 off: every step's loss

@@ -1,4 +1,4 @@
-"""scripts/quickstart_report.py on synthetic run directories: the summary has every key issue 14
+"""scripts/quickstart_report.py on synthetic run directories: the summary has every key the quickstart
 names with the right values (means over seeds, the last phase-1 evaluation), report.png is a PNG
 of the expected size, and a missing run is a clear error; on a GPU (device cuda, SQuAD stand-in runs
 present) the summary also has the device, the phase-1 model and exact match / F1 of both

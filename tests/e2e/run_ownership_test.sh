@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One run owns runs/<name> (issue 15): two simultaneous starts → exactly one trains, the other exits
+# One run owns runs/<name>: two simultaneous starts → exactly one trains, the other exits
 # 2 naming the owner's pid; `--resume auto` on a live run is refused the same way; the lock of a
 # SIGKILLed run never blocks the next one, which continues metrics.jsonl without the records the
 # killed attempt wrote past its last checkpoint; a checkpoint a killed run left half-written is

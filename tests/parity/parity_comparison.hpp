@@ -1,4 +1,4 @@
-// Parity comparison: Loom's `debug-step` outputs (OUT.json, GRADS.safetensors; issue 3 item 6)
+// Parity comparison: Loom's `debug-step` outputs (OUT.json, GRADS.safetensors; host/cli/verb_debug_step.cpp)
 // against a PyTorch fixture (expected.json, expected_grads.safetensors; tools/make_parity_fixtures.py).
 //
 // Every quantity is one row: a loss, the NSP logits, the masked-prediction logits, or one parameter

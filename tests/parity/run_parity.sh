@@ -16,7 +16,7 @@ rm -f "$work/out.json" "$work/grads.safetensors"
 status=$?
 if [ $status -ne 0 ]; then
   echo "parity $case_name $precision: FAIL: 'loom debug-step' exited with status $status."
-  echo "  (If it reports an unknown subcommand, the debug-step verb of issue 3 item 6 is not built yet.)"
+  echo "  (If it reports an unknown subcommand, the debug-step verb is not built.)"
   exit 1
 fi
 for file in out.json grads.safetensors; do

@@ -17,7 +17,7 @@ TEST(BasicTokenizer, LowerCasesAndStripsAccents) {
 
 TEST(BasicTokenizer, LowerCasesCodePointByCodePointLikeHuggingFace) {
   // Capital sigma is always σ: Hugging Face lower-cases per code point, so the final-sigma rule
-  // of full Unicode lower-casing never applies (issue 9: `ΟΔΟΣ` → ο ##δ ##ο ##σ there).
+  // of full Unicode lower-casing never applies (docs/decisions/tokenizer-semantics.md: `ΟΔΟΣ` → ο ##δ ##ο ##σ there).
   EXPECT_EQ(words_of(uncased(), "ΟΔΟΣ"), "οδοσ");
   EXPECT_EQ(words_of(uncased(), "ΣΑ"), "σα");
   EXPECT_EQ(words_of(uncased(), "ΑΣ.Β"), "ασ . β");
