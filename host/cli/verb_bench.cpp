@@ -1,35 +1,38 @@
-// `loom bench RECIPE [--steps N] [--warmup W] [--profile] [--json]`: steady-state training and inference
-// throughput of the recipe's model, data and precision (no checkpoints, no metrics files):
+// `loom bench RECIPE [--steps N] [--warmup W] [--profile] [--memory] [--json]`: steady-state training and
+// inference throughput of the recipe's model, data and precision (no checkpoints, no metrics files):
 // sequences/s, tokens/s, model TFLOP/s (training_flops.hpp), milliseconds per step split into
-// data, forward, backward, optimizer and communication, the process's peak RSS, and on a
+// data, upload, forward, backward, communication and optimizer, the process's peak RSS, and on a
 // backend that describes its device (DeviceDescription) the device (name, SMs or threads, share
-// of its dense bf16 peak, peak device memory). Batches come from the recipe's [data], read once
-// before timing starts, so the numbers measure compute, not the data pipeline. Under mpirun with
-// communicator/mpi every rank trains on the same batch and gradients are averaged as `loom run`
-// does (overlapped buckets, or once with train.allreduce_post_accumulation); "communication" is
-// then the time a step waited for gradients that backward did not hide. The step ends as in `loom
-// run` (backend_update.hpp): on the backend when it offers the optimizer passes ("optimizer" then
-// includes the non-finite flag read), else, on a backend whose memory the host cannot address, on
-// host copies (host_mirror.hpp), where "communication" includes the gradient download and
-// "optimizer" the weight upload. Rank 0 prints. With --inference it measures inference requests
-// instead: sequences/s and latency percentiles per batch size, sequence length and precision
-// (inference_bench.cpp).
+// of its dense bf16 peak, peak device memory). Every step is train_step(), the function `loom run`
+// calls, through the same StepRunner (step_runner.hpp): the recipe's schedule, loss scale,
+// gradient accumulation and data, batches read and masked by the dataset as in a run. Under
+// mpirun with communicator/mpi every rank reads the same batches and gradients are averaged as
+// `loom run` does (overlapped buckets, or once with train.allreduce_post_accumulation);
+// "communication" is then the time a step waited for gradients that backward did not hide. The
+// step ends as in `loom run` (backend_update.hpp): on the backend when it offers the optimizer
+// passes ("optimizer" then includes the non-finite flag read), else, on a backend whose memory the
+// host cannot address, on host copies (host_mirror.hpp), where "communication" includes the
+// gradient download and "optimizer" the weight upload. Rank 0 prints. With --inference it
+// measures inference requests instead: sequences/s and latency percentiles per batch size,
+// sequence length and precision (inference_bench.cpp).
 //
-// Two training loops run. The first times each phase and so waits for the backend at the end of
-// every phase (each phase's time includes the device work it queued): it gives `ms_per_step`.
-// With --profile the backend times each of its ops in that loop (OpProfiler,
-// loom/sdk/ops/op_profiler.hpp: CUDA events on backend/cuda, wall time on the CPU backends), read
-// once at the end of each step, and bench reports time, calls and share of the step per op family
-// (`profile`; eval/op_profile_summary.hpp). The second calls train_step() exactly as `loom run`
-// does, with no wait but the step's own and no per-op timing, and gives the throughput
-// (`train_sequences_per_second`, tokens/s, TFLOP/s) and, on a backend that counts them
-// (TransferCounter), `syncs_per_step`: the most times one of its steps made the host wait for the
-// backend. Its batches come through the dataset, as in a run.
+// Two kinds of training step run, alternating in blocks of a few steps so that both see the same
+// machine. Timed steps time each phase (StepPhaseTimer, step_phases.hpp): each phase ends when the
+// backend has done the work it queued, and the phases partition the step, so they add up to its
+// wall time (`ms_per_step`). With --profile the backend also times each of its ops in those steps
+// (OpProfiler, loom/sdk/ops/op_profiler.hpp: CUDA events on backend/cuda, wall time on the CPU
+// backends), read once at the end of each step, and bench reports time, calls and share of the
+// step per op family (`profile`; eval/op_profile_summary.hpp). Untimed steps call train_step()
+// exactly as `loom run` does, with no wait but the step's own and no per-op timing, and give the
+// throughput (`train_sequences_per_second`, tokens/s, TFLOP/s, `ms_per_step.step`) and, on a
+// backend that counts them (TransferCounter), `syncs_per_step`: the most times one of its steps
+// made the host wait for the backend.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -38,18 +41,17 @@
 #include "eval/op_profile_summary.hpp"
 #include "inference_bench.hpp"
 #include "loom/sdk/ops/device_description.hpp"
+#include "loom/sdk/ops/memory_usage.hpp"
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "model/host_mirror.hpp"
 #include "model/model_setup.hpp"
 #include "model/training_flops.hpp"
 #include "recipe/run_settings.hpp"
 #include "train/backend_update.hpp"
-#include "train/gradient_sync.hpp"
+#include "train/memory_account.hpp"
 #include "train/run_components.hpp"
-#include "train/instance_trace.hpp"
-#include "train/loss_sums.hpp"
-#include "train/train_step.hpp"
-#include "train/trainer.hpp"
+#include "train/step_phases.hpp"
+#include "train/step_runner.hpp"
 
 namespace loom::cli {
 namespace {
@@ -59,34 +61,77 @@ double since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// What the loop of whole steps measured.
-struct StepLoopResult {
-  double seconds = 0;       ///< wall time of the timed steps, ending with the backend idle
-  uint64_t sequences = 0;   ///< rows trained on in the timed steps
-  uint64_t tokens = 0;      ///< non-padding tokens among them
-  int64_t max_host_waits = -1;  ///< the most host waits of one timed step; -1 when not counted
+/// What the training steps measured.
+struct TrainingTimes {
+  explicit TrainingTimes(loom::Backend& backend) : phases(backend) {}
+  host::StepPhaseTimer phases;     ///< the timed steps, phase by phase
+  host::OpProfileSummary profile;  ///< their ops by family (--profile on a backend that times ops)
+  double untimed_seconds = 0;   ///< wall time of the untimed steps, each block ending with the backend idle
+  uint64_t sequences = 0;       ///< rows trained on in the untimed steps
+  uint64_t tokens = 0;          ///< non-padding tokens among them
+  int64_t max_host_waits = -1;  ///< the most host waits of one untimed step; -1 when not counted
 };
 
-/// `warmup` then `steps` calls of train_step() (numbered from `first_step`), as `loom run` makes
-/// them; the backend is synchronised once, after the last.
-StepLoopResult time_train_steps(const host::StepParts& parts, loom::Backend& backend, uint64_t first_step,
-                                int warmup, int steps) {
-  StepLoopResult r;
-  Clock::time_point start = Clock::now();
-  for (int i = 0; i < warmup + steps; ++i) {
-    if (i == warmup) {
-      backend.synchronize();
-      r = StepLoopResult{};
-      start = Clock::now();
+/// Untimed steps run in blocks of this many between two synchronisations: few enough that a
+/// block and the timed steps beside it see the same machine, enough that the one wait per block
+/// costs a GPU little of the overlap between consecutive steps.
+constexpr int kUntimedBlock = 5;
+
+/// `warmup` + `steps` steps timed phase by phase (and per op with `profiler`), and as many untimed
+/// ones, called as `loom run` calls them. The two kinds alternate in blocks, so that a machine whose
+/// speed drifts (other processes, clocks) affects both alike; warm-up steps of both come first.
+TrainingTimes time_training(const host::StepRunner& runner, loom::Backend& backend,
+                            loom::OpProfiler* profiler, int warmup, int steps) {
+  TrainingTimes r(backend);
+  std::vector<loom::OpFamilyTime> op_times(loom::kOpFamilyCount);
+  uint64_t step = 0;
+  const auto timed = [&](int count, bool measured) {
+    if (profiler != nullptr) profiler->set_op_profiling(true);
+    for (int i = 0; i < count; ++i) {
+      (void)runner.run(step++, false, &r.phases);
+      if (profiler != nullptr) {  // the step's ops, after its last wait
+        profiler->take_op_profile(op_times.data(), op_times.size());
+        if (measured) r.profile.add_step(op_times.data(), op_times.size());
+      }
     }
-    const host::StepOutcome outcome = host::train_step(parts, first_step + static_cast<uint64_t>(i), false);
-    r.sequences += outcome.losses.rows;
-    r.tokens += outcome.losses.tokens;
-    r.max_host_waits = std::max(r.max_host_waits, outcome.host_waits);
+    if (profiler != nullptr) profiler->set_op_profiling(false);
+  };
+  const auto untimed = [&](int count) {
+    backend.synchronize();
+    const Clock::time_point start = Clock::now();
+    for (int i = 0; i < count; ++i) {
+      const host::StepOutcome outcome = runner.run(step++, false);
+      r.sequences += outcome.losses.rows;
+      r.tokens += outcome.losses.tokens;
+      r.max_host_waits = std::max(r.max_host_waits, outcome.host_waits);
+    }
+    backend.synchronize();
+    return since(start);
+  };
+  timed(warmup, false);
+  (void)untimed(warmup);
+  r.phases.reset();
+  r.sequences = r.tokens = 0;
+  r.max_host_waits = -1;
+  for (int done = 0; done < steps; done += kUntimedBlock) {
+    const int count = std::min(kUntimedBlock, steps - done);
+    timed(count, true);
+    r.untimed_seconds += untimed(count);
   }
-  backend.synchronize();
-  r.seconds = since(start);
   return r;
+}
+
+/// `ms_per_step`: each phase of the timed loop, their sum ("total") and the untimed loop's step
+/// ("step"), in milliseconds per step over `steps` steps.
+nlohmann::json phase_milliseconds(const host::StepPhaseTimer& phases, double steps, double train_seconds) {
+  nlohmann::json ms = nlohmann::json::object();
+  for (size_t i = 0; i < host::kStepPhaseCount; ++i) {
+    const auto phase = static_cast<host::StepPhase>(i);
+    ms[host::step_phase_name(phase)] = 1e3 * phases.seconds(phase) / steps;
+  }
+  ms["total"] = 1e3 * phases.total_seconds() / steps;
+  ms["step"] = 1e3 * train_seconds / steps;
+  return ms;
 }
 
 struct BenchArguments {
@@ -96,8 +141,50 @@ struct BenchArguments {
   bool json = false;
   bool profile = false;
   bool inference = false;
+  bool memory = false;
   InferenceBenchArguments inference_args;
 };
+
+// `--memory`: the account of device memory alone, from the layouts (memory_account.hpp). The
+// model's flat buffers are allocated (they are what the blocks bind to) but no activation arena,
+// no batch and no optimizer state, and nothing is trained: it sizes a recipe whose activations
+// would not fit this machine, for the backend and precision the recipe names.
+void print_memory_account(const GlobalOptions& options, const BenchArguments& a) {
+  auto [recipe, registry] = load_and_check(options, a.recipe);
+  const host::RunSettings settings = host::read_run_settings(recipe);
+  host::RunComponents c = host::create_run_components(recipe, *registry);
+  const loom::DatasetSetup setup{0, 1, settings.seed, c.tokenizer ? c.tokenizer.get() : nullptr};
+  c.data.call([&](loom::Dataset& d) { d.open(setup); });
+  const loom::BatchLimits limits = c.data.call([](loom::Dataset& d) { return d.limits(); });
+  const host::ModelSetup built =
+      host::build_model(recipe, *registry, c.backend, *c.precision.get(), &limits, setup.tokenizer);
+  const loom::ActivationShape shape = host::activation_shape_for(limits);
+  const int world = c.communicator.call([](loom::Communicator& m) { return m.size(); });
+  const int rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
+  const std::string host_path = host::BackendUpdate::host_path_reason(c, *c.backend.get(), world);
+  const size_t state_tensors =
+      host_path.empty() ? c.optimizer.invoke(&loom::Optimizer::num_state_tensors) : 0;
+  const host::MemoryAccount account =
+      host::account_device_memory(*built.model, shape, state_tensors, host_path.empty());
+  if (rank != 0) return;
+  if (a.json) {
+    nlohmann::json result{{"recipe", a.recipe.recipe},
+                          {"batch", shape.batch},
+                          {"seq", shape.seq},
+                          {"max_masked", shape.max_masked},
+                          {"parameters", built.model->parameters().parameter_count()},
+                          {"optimizer_step", host_path.empty() ? "backend" : "host"},
+                          {"device_memory", host::memory_account_json(account, nullptr)}};
+    std::cout << result.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format(
+      "{}: device memory by class for batches up to {} × {} ({} masked), {} parameters, "
+      "optimizer step on the {}{}:\n{}",
+      a.recipe.recipe, shape.batch, shape.seq, shape.max_masked, built.model->parameters().parameter_count(),
+      host_path.empty() ? "backend" : "host", host_path.empty() ? "" : " (" + host_path + ")",
+      host::memory_account_table(account, nullptr, "  "));
+}
 
 void bench(const GlobalOptions& options, const BenchArguments& a) {
   auto [recipe, registry] = load_and_check(options, a.recipe);
@@ -112,7 +199,7 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   const auto segments = model.parameters().segments();
   const size_t total = model.parameters().total_elements();
   c.optimizer.call([&](loom::Optimizer& o) { o.setup(segments.data(), segments.size(), total); });
-  // Both training loops' steps (the second continues the first's count).
+  // The timed and the untimed steps, numbered in the order they run.
   c.schedule.call([&](loom::Schedule& s) { s.setup(2 * static_cast<uint64_t>(a.steps + a.warmup)); });
   model.initialize(settings.seed);
   loom::BatchShape batch_shape{};
@@ -130,72 +217,30 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       host::BackendUpdate::attach_if_offered(c, model, world);
   host::HostMirror master(backend, model.master()), grads(backend, model.grads());
   if (!on_backend || world > 1) master.pull();  // as loom run: host views only where they are read
-  host::GradientSync sync(c.communicator, c.communicator2, world > 1 ? grads.data() : nullptr, total,
-                          host::gradient_sync_options(settings.allreduce_post_accumulation,
-                                                      settings.allreduce_bucket_mb, grads.copies()));
-  const bool overlap = world > 1 && sync.overlapping();
+  const host::StepRunner steps(c, settings,
+                               host::StepModel{.model = model,
+                                               .staging = staging,
+                                               .buffers = *run.buffers,
+                                               .master = master,
+                                               .grads = grads,
+                                               .backend_update = on_backend.get()},
+                               host::RankGroup{c.communicator, c.communicator2, rank, world});
+  const uint64_t k = settings.grad_accumulation;
   loom::OpProfiler* const profiler = a.profile ? c.backend.find<loom::OpProfiler>() : nullptr;
   if (a.profile && profiler == nullptr && rank == 0)
     std::cerr << c.backend.name() << " does not time its ops (it does not offer "
               << loom::OpProfiler::kInterfaceName << "): --profile reports the phases only\n";
-  host::OpProfileSummary profile;
-  std::vector<loom::OpFamilyTime> op_times(loom::kOpFamilyCount);
-  if (profiler != nullptr) profiler->set_op_profiling(true);
-  double t_forward = 0, t_backward = 0, t_optimizer = 0, t_comm = 0, t_upload = 0;
-  const double base_lr = c.optimizer.call([](loom::Optimizer& o) { return o.base_lr(); });
-  for (int step = 0; step < a.warmup + a.steps; ++step) {
-    if (step == a.warmup) t_forward = t_backward = t_optimizer = t_comm = t_upload = 0;
-    auto t = Clock::now();
-    // Each phase ends when the backend has done the work it queued.
-    const auto end_phase = [&](double& phase) {
-      backend.synchronize();
-      phase += since(t);
-      t = Clock::now();
-    };
-    model.zero_grads();
-    const loom::BatchView& view = staging.upload(batch);
-    end_phase(t_upload);
-    model.forward(view, host::StepSettings{true, host::dropout_key(settings.seed, step, 0)});
-    (void)model.loss();
-    end_phase(t_forward);
-    if (overlap)
-      model.backward(1.0f, [&](size_t first) { sync.grads_final_from(first); });
-    else
-      model.backward(1.0f);
-    end_phase(t_backward);
-    if (!on_backend) grads.pull();
-    if (world > 1) sync.finish();
-    end_phase(t_comm);
-    if (on_backend) {  // the gradient pass, the flag read, the update and the cast
-      if (on_backend->decide().apply) on_backend->update({base_lr, 1.0});
-    } else {
-      c.optimizer.call([&](loom::Optimizer& o) { o.step(master.data(), grads.data(), {base_lr, 1.0}); });
-      master.push();
-      model.refresh_compute_weights();
-    }
-    end_phase(t_optimizer);
-    if (profiler != nullptr) {  // the step's ops, after its last wait (warm-up steps' discarded)
-      profiler->take_op_profile(op_times.data(), op_times.size());
-      if (step >= a.warmup) profile.add_step(op_times.data(), op_times.size());
-    }
-  }
-  if (profiler != nullptr) profiler->set_op_profiling(false);
-  const double phase_seconds = t_upload + t_forward + t_backward + t_comm + t_optimizer;
-  host::LossSums loss_sums(backend);
-  host::InstanceTrace trace(rank);
-  const uint64_t k = host::read_run_settings(recipe).grad_accumulation;
-  const host::StepParts parts{c, model, staging, *run.buffers, master, grads, on_backend.get(), sync, loss_sums,
-                              c.backend.find<loom::TransferCounter>(),
-                              host::RankGroup{c.communicator, c.communicator2, rank, world}, settings.seed, k,
-                              trace};
-  const StepLoopResult loop =
-      time_train_steps(parts, backend, static_cast<uint64_t>(a.warmup + a.steps), a.warmup, a.steps);
-  const double train_seconds = loop.seconds;
+  const TrainingTimes times = time_training(steps, backend, profiler, a.warmup, a.steps);
+  const double train_seconds = times.untimed_seconds;
+  // Inference on a batch read now: the training steps have reused the host buffers since.
+  loom::BatchShape inference_shape{};
+  const host::HostBatch inference_batch =
+      c.data.call([&](loom::Dataset& d) { return run.buffers->next(d, inference_shape); });
   double t_inference = 0;
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     if (step == a.warmup) t_inference = 0;
     const auto t = Clock::now();
-    model.forward(staging.upload(batch), host::StepSettings{false, 0});
+    model.forward(staging.upload(inference_batch), host::StepSettings{false, 0});
     (void)model.loss();
     t_inference += since(t);
   }
@@ -217,27 +262,28 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       {"parameters", model.parameters().parameter_count()},
       {"threads", backend.threads()},
       {"world_size", world},
-      {"allreduce", world == 1 ? "none"
-                    : overlap  ? "overlapped"
-                               : "post_accumulation"},
+      {"allreduce", world == 1            ? "none"
+                    : steps.overlapping() ? "overlapped"
+                                          : "post_accumulation"},
       {"grad_accumulation", k},
-      {"global_train_sequences_per_second", world * static_cast<double>(loop.sequences) / train_seconds},
-      {"train_sequences_per_second", static_cast<double>(loop.sequences) / train_seconds},
-      {"train_tokens_per_second", static_cast<double>(loop.tokens) / train_seconds},
-      {"inference_sequences_per_second", n * static_cast<double>(batch.batch) / t_inference},
-      {"ms_per_step",
-       {{"upload", 1e3 * t_upload / n},
-        {"forward", 1e3 * t_forward / n},
-        {"backward", 1e3 * t_backward / n},
-        {"communication", 1e3 * t_comm / n},
-        {"optimizer", 1e3 * t_optimizer / n},
-        {"total", 1e3 * phase_seconds / n},
-        {"step", 1e3 * train_seconds / n}}},
+      {"global_train_sequences_per_second", world * static_cast<double>(times.sequences) / train_seconds},
+      {"train_sequences_per_second", static_cast<double>(times.sequences) / train_seconds},
+      {"train_tokens_per_second", static_cast<double>(times.tokens) / train_seconds},
+      {"inference_sequences_per_second", n * static_cast<double>(inference_batch.batch) / t_inference},
+      {"ms_per_step", phase_milliseconds(times.phases, n, train_seconds)},
       {"train_model_tflops_per_second", tflops},
       {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
-  if (loop.max_host_waits >= 0) result["syncs_per_step"] = loop.max_host_waits;
-  const double phase_step_ms = 1e3 * phase_seconds / n;
-  if (profiler != nullptr) result["profile"] = profile.to_json(phase_step_ms);
+  if (times.max_host_waits >= 0) result["syncs_per_step"] = times.max_host_waits;
+  // Device memory by class, beside what the backend's allocator reports when it does.
+  const host::MemoryAccount account = host::account_device_memory(
+      model, model.reserved(), on_backend ? c.optimizer.invoke(&loom::Optimizer::num_state_tensors) : 0,
+      on_backend != nullptr);
+  const loom::MemoryUsage* memory_usage = c.backend.find<loom::MemoryUsage>();
+  const std::optional<loom::MemoryUsageBytes> memory =
+      memory_usage ? std::optional(memory_usage->memory_usage()) : std::nullopt;
+  result["device_memory"] = host::memory_account_json(account, memory ? &*memory : nullptr);
+  const double phase_step_ms = 1e3 * times.phases.total_seconds() / n;
+  if (profiler != nullptr) result["profile"] = times.profile.to_json(phase_step_ms);
   std::string device_line;
   if (const loom::DeviceDescription* device = c.backend.find<loom::DeviceDescription>()) {
     const loom::DeviceInfo info = device->device_info();
@@ -270,31 +316,38 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       profiler == nullptr
           ? ""
           : fmt::format("  profile    the backend's ops by family, in a step of {:.2f} ms (the phases):\n{}",
-                        phase_step_ms, profile.table(phase_step_ms, "    "));
+                        phase_step_ms, times.profile.table(phase_step_ms, "    "));
   const std::string syncs =
-      loop.max_host_waits >= 0 ? fmt::format(", at most {} host waits per step", loop.max_host_waits) : "";
+      times.max_host_waits >= 0 ? fmt::format(", at most {} host waits per step", times.max_host_waits) : "";
   std::cout << fmt::format(
       "{}: batch {} × seq {}, {} parameters, {} threads\n"
       "  training   {:.1f} seq/s, {:.0f} tokens/s, {:.1f} ms/step{}\n"
-      "  phases     ms/step: forward {:.1f}, backward {:.1f}, optimizer {:.1f}, communication {:.2f}, "
-      "upload {:.2f}\n{}"
-      "  inference  {:.1f} seq/s\n  peak RSS   {:.0f} MiB\n{}",
+      "  phases     ms/step: data {:.2f}, upload {:.2f}, forward {:.1f}, backward {:.1f}, communication "
+      "{:.2f}, "
+      "optimizer {:.1f}; {:.1f} in all\n{}"
+      "  inference  {:.1f} seq/s\n  peak RSS   {:.0f} MiB\n{}"
+      "  memory     device memory by class, for batches up to {} × {}:\n{}",
       a.recipe.recipe, batch.batch, batch.seq, result["parameters"].get<uint64_t>(), backend.threads(),
       result["train_sequences_per_second"].get<double>(), result["train_tokens_per_second"].get<double>(),
-      ms["step"].get<double>(), syncs, ms["forward"].get<double>(), ms["backward"].get<double>(),
-      ms["optimizer"].get<double>(), ms["communication"].get<double>(), ms["upload"].get<double>(),
-      profile_lines, result["inference_sequences_per_second"].get<double>(),
-      result["peak_rss_mib"].get<double>(),
-      device_line);
+      ms["step"].get<double>(), syncs, ms["data"].get<double>(), ms["upload"].get<double>(),
+      ms["forward"].get<double>(), ms["backward"].get<double>(), ms["communication"].get<double>(),
+      ms["optimizer"].get<double>(), ms["total"].get<double>(), profile_lines,
+      result["inference_sequences_per_second"].get<double>(), result["peak_rss_mib"].get<double>(),
+      device_line, model.reserved().batch, model.reserved().seq,
+      host::memory_account_table(account, memory ? &*memory : nullptr, "    "));
 }
 
 void register_bench_verb(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<BenchArguments>();
   auto* verb = app.add_subcommand("bench", "measure training and inference throughput of a recipe");
   add_recipe_arguments(*verb, args->recipe);
-  verb->add_option("--steps", args->steps, "timed steps (with --inference: timed requests per row)")
+  verb->add_option(
+          "--steps", args->steps,
+          "measured steps, as many timed by phase as untimed (with --inference: timed requests per row)")
       ->check(CLI::Range(1, 100000));
-  verb->add_option("--warmup", args->warmup, "untimed steps first")->check(CLI::Range(0, 1000));
+  verb->add_option("--warmup", args->warmup,
+                   "unmeasured steps of each kind (with --inference: requests) first")
+      ->check(CLI::Range(0, 1000));
   verb->add_flag("--json", args->json, "print JSON");
   CLI::Option* profile =
       verb->add_flag("--profile", args->profile,
@@ -302,11 +355,17 @@ void register_bench_verb(CLI::App& app, GlobalOptions& options) {
   CLI::Option* inference =
       verb->add_flag("--inference", args->inference, "measure inference throughput and latency instead");
   inference->excludes(profile);
+  CLI::Option* memory =
+      verb->add_flag("--memory", args->memory,
+                     "print the account of device memory by class from the model's layout, without training");
+  memory->excludes(profile)->excludes(inference);
   add_inference_bench_options(*verb, inference, args->inference_args);
   add_plugin_flags(*verb, options);
   verb->callback([&options, args] {
     if (args->inference)
       run_inference_bench(options, args->recipe, args->inference_args, args->steps, args->warmup, args->json);
+    else if (args->memory)
+      print_memory_account(options, *args);
     else
       bench(options, *args);
   });

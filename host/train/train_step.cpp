@@ -11,6 +11,11 @@ struct MicroBatchesRun {
   bool epoch_ended = false;  // one of them was the last of its epoch
 };
 
+// Ends a phase when the step is timed (`loom bench`); nothing otherwise.
+void end_phase(StepPhaseTimer* phases, StepPhase phase) {
+  if (phases != nullptr) phases->end(phase);
+}
+
 void add_losses(const StepParts& p, const HostBatch& batch, int32_t rows, bool measure_mlm_accuracy,
                 StepLosses& losses) {
   p.loss_sums.add(p.model);  // on the backend: nothing is read back here
@@ -25,7 +30,7 @@ void add_losses(const StepParts& p, const HostBatch& batch, int32_t rows, bool m
 
 // Forward and backward of the step's k micro-batches; gradients accumulate.
 MicroBatchesRun accumulate_gradients(const StepParts& p, uint64_t step, double loss_scale,
-                                     bool measure_mlm_accuracy, StepLosses& losses) {
+                                     bool measure_mlm_accuracy, StepLosses& losses, StepPhaseTimer* phases) {
   const uint64_t k = p.grad_accumulation;
   const bool overlap_sync = p.group.world > 1 && p.sync.overlapping();
   MicroBatchesRun run;
@@ -35,6 +40,7 @@ MicroBatchesRun accumulate_gradients(const StepParts& p, uint64_t step, double l
         p.components.data.call([&](loom::Dataset& d) { return p.buffers.next(d, shape); });
     run.epoch_ended = run.epoch_ended || shape.last_in_epoch != 0;
     p.trace.record(shape, p.buffers.instance_ids());
+    end_phase(phases, StepPhase::data);
     const bool last = micro + 1 == k;
     if (shape.rows == 0) {  // the other ranks took the rest of the epoch; still send gradients
       if (last && overlap_sync)
@@ -45,13 +51,17 @@ MicroBatchesRun accumulate_gradients(const StepParts& p, uint64_t step, double l
     // Keyed by the micro-batch's place among all ranks' micro-batches of the step, so 2 ranks
     // with batch b see the dropout 1 process with batch b and accumulation 2 sees.
     const uint64_t place = micro * static_cast<uint64_t>(p.group.world) + static_cast<uint64_t>(p.group.rank);
-    p.model.forward(p.staging.upload(batch), StepSettings{true, dropout_key(p.seed, step, place)});
+    const loom::BatchView& view = p.staging.upload(batch);
+    end_phase(phases, StepPhase::upload);
+    p.model.forward(view, StepSettings{true, dropout_key(p.seed, step, place)});
     add_losses(p, batch, shape.rows, measure_mlm_accuracy && last, losses);
+    end_phase(phases, StepPhase::forward);
     const auto scale = static_cast<float>(loss_scale / static_cast<double>(k));
     if (last && overlap_sync)
       p.model.backward(scale, [&](size_t first) { p.sync.grads_final_from(first); });
     else
       p.model.backward(scale);
+    end_phase(phases, StepPhase::backward);
   }
   return run;
 }
@@ -100,18 +110,23 @@ void apply_update(const StepParts& p, double grad_scale, StepOutcome& out) {
 
 }  // namespace
 
-StepOutcome train_step(const StepParts& p, uint64_t step, bool measure_mlm_accuracy) {
+StepOutcome train_step(const StepParts& p, uint64_t step, bool measure_mlm_accuracy, StepPhaseTimer* phases) {
   StepOutcome out;
   const uint64_t waits_before =
       p.transfer_counter ? loom::host_waits(p.transfer_counter->transfer_counts()) : 0;
+  if (phases != nullptr) phases->start();
   p.model.zero_grads();
+  end_phase(phases, StepPhase::backward);  // the gradients backward accumulates into
   out.loss_scale = p.components.precision.invoke(&loom::Precision::loss_scale);
-  const MicroBatchesRun run = accumulate_gradients(p, step, out.loss_scale, measure_mlm_accuracy, out.losses);
+  const MicroBatchesRun run =
+      accumulate_gradients(p, step, out.loss_scale, measure_mlm_accuracy, out.losses, phases);
   if (p.backend_update == nullptr) p.grads.pull();  // host path on a device: one bulk device → host copy
   if (p.group.world > 1) out.allreduce_seconds = average_over_ranks(p, run);
+  end_phase(phases, StepPhase::communication);
   const loom::PrecisionDecision decision = p.backend_update ? p.backend_update->decide() : decide_on_host(p);
   if (decision.apply) apply_update(p, decision.grad_scale, out);
   if (p.backend_update != nullptr && measure_mlm_accuracy) out.grad_norm = p.backend_update->last_grad_norm();
+  end_phase(phases, StepPhase::optimizer);
   if (p.transfer_counter)
     out.host_waits =
         static_cast<int64_t>(loom::host_waits(p.transfer_counter->transfer_counts()) - waits_before);

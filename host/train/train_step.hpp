@@ -30,6 +30,7 @@
 #include "train/instance_trace.hpp"
 #include "train/loss_sums.hpp"
 #include "train/run_components.hpp"
+#include "train/step_phases.hpp"
 
 namespace loom::host {
 
@@ -57,7 +58,7 @@ struct StepOutcome {
   bool measured_mlm_accuracy = false;  ///< a log step: it also read the masked-LM logits back
 };
 
-/// What a step works on; the trainer builds it once.
+/// What a step works on; StepRunner (step_runner.hpp) builds it, for `loom run` and `loom bench`.
 struct StepParts {
   RunComponents& components;
   Model& model;
@@ -77,7 +78,10 @@ struct StepParts {
 
 /// Runs step number `step` (0-based, before it is counted). `measure_mlm_accuracy`: also tally the
 /// masked-LM accuracy of the last micro-batch (log steps only: it reads the logits back).
-StepOutcome train_step(const StepParts& parts, uint64_t step, bool measure_mlm_accuracy);
+/// `phases` (`loom bench`; nullptr in a run): each phase ends when the backend has finished it
+/// and its time is added there (step_phases.hpp).
+StepOutcome train_step(const StepParts& parts, uint64_t step, bool measure_mlm_accuracy,
+                       StepPhaseTimer* phases = nullptr);
 
 /// The dropout key of one micro-batch (a splitmix64 mix; documented so other tools can reproduce
 /// it). `micro_batch` is its place among all ranks' micro-batches of the step: micro × world + rank.

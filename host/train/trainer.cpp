@@ -20,8 +20,8 @@
 #include "train/log_window.hpp"
 #include "train/run_checkpoint.hpp"
 #include "train/run_reporter.hpp"
+#include "train/step_runner.hpp"
 #include "train/task_labels.hpp"
-#include "train/train_step.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -63,8 +63,14 @@ struct Trainer::State {
   }
 
   void open_datasets_and_build_model(const Recipe& recipe, const PluginRegistry& registry);
-  GradientSync gradient_sync();
-  StepParts step_parts(GradientSync& sync, LossSums& loss_sums, InstanceTrace& trace);
+  StepModel step_model() {
+    return {.model = model(),
+            .staging = *staging,
+            .buffers = *buffers,
+            .master = *master_host,
+            .grads = *grads_host,
+            .backend_update = backend_update.get()};
+  }
   void resume_or_initialise();
   void save_checkpoint(RunReporter& reporter, TrainSummary& summary);
   void evaluate(RunReporter& reporter, TrainSummary& summary);
@@ -129,10 +135,7 @@ TrainSummary Trainer::run() {
                        s.control);
   install_stop_handlers();
 
-  GradientSync sync = s.gradient_sync();
-  InstanceTrace trace(s.rank);
-  LossSums loss_sums(s.backend());
-  const StepParts parts = s.step_parts(sync, loss_sums, trace);
+  StepRunner steps(c, cfg, s.step_model(), s.group());
 
   LogWindow window;
   const auto loop_start = Clock::now();
@@ -141,14 +144,14 @@ TrainSummary Trainer::run() {
   bool stop_commanded = false;
   while (s.step < cfg.steps && !any_rank(s.group(), stop_requested()) && !stop_commanded) {
     const bool log_step = (s.step + 1) % cfg.log_every == 0 || s.step + 1 == cfg.steps;
-    const StepOutcome outcome = train_step(parts, s.step, log_step);
+    const StepOutcome outcome = steps.run(s.step, log_step);
     ++s.step;
     window.add(outcome);
     if (outcome.grad_norm) grad_norm = *outcome.grad_norm;
     if (log_step) {
       const uint64_t skipped = c.precision.invoke(&loom::Precision::skipped_steps);
       const nlohmann::json record =
-          window.close(s.group(), s.step, outcome, loss_sums.take(), skipped, grad_norm);
+          window.close(s.group(), s.step, outcome, steps.loss_sums().take(), skipped, grad_norm);
       const double per_step = std::chrono::duration<double>(Clock::now() - loop_start).count() /
                               static_cast<double>(s.step - first_step);
       reporter.train(record, per_step * static_cast<double>(cfg.steps - s.step));
@@ -170,37 +173,6 @@ TrainSummary Trainer::run() {
   if (s.rank == 0 && s.options.console && summary.stopped_early)
     std::cerr << "stopped at step " << s.step << "; checkpoint " << summary.last_checkpoint.string() << "\n";
   return summary;
-}
-
-// The mean of gradients over ranks: overlapped with backward in buckets, or once after it.
-GradientSync Trainer::State::gradient_sync() {
-  const GradientSyncOptions options = gradient_sync_options(
-      settings.allreduce_post_accumulation, settings.allreduce_bucket_mb, grads_host->copies());
-  if (world > 1 && !settings.allreduce_post_accumulation && !options.overlap)
-    spdlog::info(
-        "device backend: gradients are all-reduced once after accumulation, on their host copy "
-        "(overlapped buckets need device collectives)");
-  // One process never all-reduces: the gradients' host view is then left unallocated (on a device
-  // backend that is a second copy of every gradient, unused on the backend path).
-  return GradientSync(components.communicator, components.communicator2,
-                      world > 1 ? grads_host->data() : nullptr, grads_host->size(), options);
-}
-
-StepParts Trainer::State::step_parts(GradientSync& sync, LossSums& loss_sums, InstanceTrace& trace) {
-  return StepParts{components,
-                   model(),
-                   *staging,
-                   *buffers,
-                   *master_host,
-                   *grads_host,
-                   backend_update.get(),
-                   sync,
-                   loss_sums,
-                   components.backend.find<loom::TransferCounter>(),
-                   group(),
-                   settings.seed,
-                   settings.grad_accumulation,
-                   trace};
 }
 
 void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const PluginRegistry& registry) {

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# `loom bench` times train_step(), the step `loom run` takes, phase by phase: on a micro-BERT
+# classifier on backend/cpu, ms_per_step holds data, upload, forward, backward, communication and
+# optimizer; "total" is their sum; and that sum is within 5% of "step", the time per step of the
+# loop that runs train_step() without phase timers (on the CPU the phase waits cost nothing, so the
+# phases must cover the whole step and nothing else). Timing on a shared machine is noisy: the
+# comparison gets three tries, each of about a second per loop, and passes when one is within 5%.
+# With train.grad_accumulation = 2 a step trains on two batches, as in a run.
+# Usage: bench_phases_test.sh LOOM SOURCE_DIR
+set -uo pipefail
+loom=$1
+src=$2
+work=$(mktemp -d /tmp/loom-bench-phases-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+printf 'label\ttext\n' > "$work/three.tsv"
+for i in 1 2 3 4 5 6 7 8; do
+  printf '%s\tsentence number %s of the phase test\n' "$(echo a b c | cut -d' ' -f$(( (i - 1) % 3 + 1 )))" "$i" >> "$work/three.tsv"
+done
+recipe() { # name grad-accumulation
+  cat > "$work/$1.toml" <<TOML
+[run]
+name = "$1"
+seed = 5
+
+[backend]
+component = "cpu"
+threads = 1
+
+[tokenizer]
+component = "wordpiece"
+vocab = "$src/plugins/wordpiece/tests/data/bert-base-uncased-vocab.txt"
+
+[data]
+component = "text-classification"
+file = "$work/three.tsv"
+max_seq_length = 32
+batch_size = 4
+
+[model]
+config = "$src/tests/fixtures/train/micro-bert.json"
+blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.classifier-head"]
+
+[optimizer]
+component = "adamw"
+lr = 1e-3
+
+[schedule]
+component = "linear-warmup"
+warmup = 0.1
+
+[train]
+grad_accumulation = $2
+TOML
+}
+recipe plain 1
+recipe accumulated 2
+
+# 1. The phases, their sum, and the sum against the untimed loop's step.
+within=0
+for attempt in 1 2 3; do
+  "$loom" bench "$work/plain.toml" --steps 800 --warmup 50 --json > "$work/plain.json" 2> "$work/plain.log" \
+    || { cat "$work/plain.log"; fail "bench (attempt $attempt)"; break; }
+  /usr/bin/python3 - "$work/plain.json" "$attempt" <<'PY'
+import json, sys
+ms = json.load(open(sys.argv[1]))["ms_per_step"]
+phases = ["data", "upload", "forward", "backward", "communication", "optimizer"]
+missing = [p for p in phases + ["total", "step"] if p not in ms]
+if missing:
+    print(f"ms_per_step lacks {missing}: {ms}"); sys.exit(2)
+if any(ms[p] < 0 for p in phases):
+    print(f"a negative phase: {ms}"); sys.exit(2)
+total = sum(ms[p] for p in phases)
+if abs(total - ms["total"]) > 1e-9 * max(1.0, total):
+    print(f"the phases sum to {total}, not to total {ms['total']}"); sys.exit(2)
+ratio = ms["total"] / ms["step"]
+print(f"attempt {sys.argv[2]}: phases {ms['total']:.4f} ms, step {ms['step']:.4f} ms, ratio {ratio:.4f}; " +
+      ", ".join(f"{p} {ms[p]:.4f}" for p in phases))
+sys.exit(0 if abs(ratio - 1) <= 0.05 else 1)
+PY
+  case $? in
+    0) within=1; break ;;
+    1) ;;
+    *) fail "ms_per_step (attempt $attempt)"; break ;;
+  esac
+done
+[ $within -eq 1 ] || fail "the phases did not add up to the step within 5% in three tries"
+
+# 2. Gradient accumulation: a step of the accumulated recipe trains on two batches of 4.
+"$loom" bench "$work/accumulated.toml" --steps 10 --warmup 1 --json > "$work/accumulated.json" \
+  2> "$work/accumulated.log" || { cat "$work/accumulated.log"; fail "bench with grad_accumulation 2"; }
+/usr/bin/python3 - "$work/accumulated.json" <<'PY' || fail "grad_accumulation 2: sequences per step"
+import json, sys
+r = json.load(open(sys.argv[1]))
+per_step = r["train_sequences_per_second"] * r["ms_per_step"]["step"] / 1e3
+print(f"grad_accumulation {r['grad_accumulation']}: {per_step:.3f} sequences per step")
+sys.exit(0 if r["grad_accumulation"] == 2 and abs(per_step - 8) < 1e-6 else 1)
+PY
+
+if [ $failures -ne 0 ]; then echo "$failures failed"; exit 1; fi
+echo "bench phases: all passed"
