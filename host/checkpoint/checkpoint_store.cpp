@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -51,8 +52,21 @@ std::map<std::string, std::string> read_manifest(const fs::path& checkpoint) {
   return entries;
 }
 
+// The step a checkpoint directory's name carries ("step-000500" → 500); nullopt for other names.
+// Ordering is by this number, not by name: past step 999,999 the names grow a digit and
+// "step-1000000" sorts before "step-999999", which would rotate away the newest checkpoint.
+std::optional<uint64_t> step_of(const std::string& name) {
+  if (name.rfind("step-", 0) != 0 || name.size() == 5 || name.size() > 5 + 19) return std::nullopt;
+  uint64_t step = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    step = step * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return step;
+}
+
 bool is_checkpoint_name(const std::string& name) {
-  return name.rfind("step-", 0) == 0;
+  return step_of(name).has_value();
 }
 
 }  // namespace
@@ -122,16 +136,17 @@ fs::path CheckpointStore::commit(uint64_t step, const std::function<void(const f
 }
 
 std::vector<fs::path> CheckpointStore::complete() const {
-  std::vector<fs::path> found;
+  std::vector<std::pair<uint64_t, fs::path>> found;
   std::error_code error;
-  if (!fs::is_directory(directory_, error)) return found;
+  if (!fs::is_directory(directory_, error)) return {};
   for (const auto& entry : fs::directory_iterator(directory_)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && is_checkpoint_name(name) && fs::exists(entry.path() / kManifest))
-      found.push_back(entry.path());
+    const std::optional<uint64_t> step = step_of(entry.path().filename().string());
+    if (entry.is_directory() && step && fs::exists(entry.path() / kManifest)) found.emplace_back(*step, entry.path());
   }
   std::sort(found.begin(), found.end());
-  return found;
+  std::vector<fs::path> paths;
+  for (auto& [step, path] : found) paths.push_back(std::move(path));
+  return paths;
 }
 
 std::optional<fs::path> CheckpointStore::latest() const {

@@ -38,7 +38,8 @@ class CheckpointStore {
   /// Only the run directory's owner may call it (a live commit of another process would be lost).
   std::vector<std::filesystem::path> remove_partial() const;
 
-  /// Complete checkpoints (those with a MANIFEST, not staging), oldest first.
+  /// Complete checkpoints (those with a MANIFEST, not staging), oldest first: by step number, so
+  /// rotation never takes the newest for the oldest when the step names grow a digit.
   std::vector<std::filesystem::path> complete() const;
   /// The checkpoint `latest` names, or the newest complete one when `latest` is missing.
   std::optional<std::filesystem::path> latest() const;

@@ -57,6 +57,33 @@ TEST_F(TempRun, KeepsOnlyTheNewestK) {
   EXPECT_EQ(all[1].filename(), "step-000400");
 }
 
+TEST_F(TempRun, RotationOrdersByStepNumberPastSixDigits) {
+  // "step-1000000" sorts before "step-999999" by name; rotation must keep the newest by number.
+  CheckpointStore store(root_ / "checkpoints", 2);
+  for (uint64_t step : {999998, 999999, 1000000, 1000001})
+    store.commit(step, [](const fs::path& dir) { write_text(dir / "a", "x"); });
+  const auto all = store.complete();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].filename(), "step-1000000");
+  EXPECT_EQ(all[1].filename(), "step-1000001");
+  EXPECT_EQ(store.latest(), root_ / "checkpoints" / "step-1000001");
+}
+
+TEST_F(TempRun, AFailedCommitNeverRotatesAwayTheNewestCheckpoint) {
+  // A checkpoint whose writer refuses (a state that is not finite, a full disk) leaves the
+  // earlier ones, `latest` included, exactly as they were.
+  CheckpointStore store(root_ / "checkpoints", 1);
+  store.commit(5, [](const fs::path& dir) { write_text(dir / "a", "finite"); });
+  for (uint64_t step : {6, 8, 10})
+    EXPECT_THROW(store.commit(step, [](const fs::path&) { throw std::runtime_error("not finite"); }),
+                 std::runtime_error);
+  const auto all = store.complete();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].filename(), "step-000005");
+  EXPECT_EQ(read_text(root_ / "checkpoints" / "latest"), "step-000005\n");
+  EXPECT_EQ(CheckpointStore::verify(all[0]), "");
+}
+
 TEST_F(TempRun, FailedCommitRemovesItsPartialDirectoryAndKeepsThePreviousCheckpoint) {
   CheckpointStore store(root_ / "checkpoints", 3);
   store.commit(100, [](const fs::path& dir) { write_text(dir / "a", "x"); });

@@ -3,10 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <stdexcept>
+#include <string>
 
+#include <fmt/format.h>
+
+#include "eval/batch_rows.hpp"
 #include "eval/finite_outputs.hpp"
 #include "eval/glue_metrics.hpp"
+#include "recipe/errors.hpp"
 
 namespace loom::host {
 
@@ -77,6 +83,28 @@ Tally next_sentence_tally(const Model& model, loom::Backend& backend, const Host
   return argmax_tally(rows_to_host(backend, logits), logits.shape[1], labels);
 }
 
+namespace {
+
+// A class index the model has no output for would fail inside the loss, named by the head; here it
+// is named by its file and line. (Negative labels are ignored positions.)
+void check_labels(const Model& model, const loom::Dataset& dataset, const HostBatch& batch,
+                  std::span<const uint64_t> ids) {
+  const int32_t classes = model.config().num_labels;
+  if (batch.labels == nullptr || batch.targets != nullptr || classes < 2) return;
+  for (size_t r = 0; r < ids.size(); ++r) {
+    const int32_t label = batch.labels[r];
+    if (label < classes) continue;
+    const char* name = dataset.label_name(label);
+    throw InputError(fmt::format(
+        "{}: label '{}' (class {}) is not one of the {} classes the model has: the evaluation file "
+        "lists a label its training file does not",
+        describe_rows(dataset, ids.subspan(r, 1)), name != nullptr ? name : std::to_string(label), label,
+        classes));
+  }
+}
+
+}  // namespace
+
 nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& staging, loom::Dataset& dataset,
                         HostBatchBuffers& buffers, uint64_t max_batches,
                         std::optional<int32_t> mask_token_id, SquadEvaluation* squad) {
@@ -94,7 +122,13 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
     loom::BatchShape shape{};
     const HostBatch batch = buffers.next(dataset, shape);
     if (shape.epoch != 0) break;  // the whole set was seen
-    model.forward(staging.upload(batch), StepSettings{false, 0});
+    const std::span<const uint64_t> ids(buffers.instance_ids().data(), static_cast<size_t>(shape.rows));
+    if (task == loom::BatchTask::classification) check_labels(model, dataset, batch, ids);
+    try {
+      model.forward(staging.upload(batch), StepSettings{false, 0});
+    } catch (const std::exception&) {
+      rethrow_with_context("evaluating " + describe_rows(dataset, ids) + ": ");
+    }
     const double loss = model.loss();
     if (!std::isfinite(loss)) ++nonfinite_batches;
     loss_sum += loss * shape.rows;

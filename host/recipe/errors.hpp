@@ -60,4 +60,27 @@ class RecipeError : public std::runtime_error {
   std::vector<std::string> problems_;
 };
 
+/// Rethrows the exception being handled (call it inside a catch block) as the same kind of host
+/// error — InputError, PluginError, else std::runtime_error — with `before` and `after` around
+/// its message, so a caller can say where it happened without changing the exit code it maps to.
+/// A RecipeError, RunDirectoryInUse or PluginLoadError passes unchanged; so does anything not
+/// derived from std::exception.
+[[noreturn]] inline void rethrow_with_context(const std::string& before, const std::string& after = "") {
+  try {
+    throw;
+  } catch (const RecipeError&) {
+    throw;
+  } catch (const RunDirectoryInUse&) {
+    throw;
+  } catch (const PluginLoadError&) {
+    throw;
+  } catch (const InputError& e) {
+    throw InputError(before + e.what() + after);
+  } catch (const PluginError& e) {
+    throw PluginError(before + e.what() + after);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(before + e.what() + after);
+  }
+}
+
 }  // namespace loom::host

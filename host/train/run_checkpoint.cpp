@@ -4,6 +4,8 @@
 #include <fstream>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -12,6 +14,7 @@
 #include "model/host_mirror.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "loom/sdk/version.hpp"
+#include "train/finite_state.hpp"
 #include "train/optimizer_state_layout.hpp"
 
 namespace fs = std::filesystem;
@@ -35,10 +38,44 @@ nlohmann::json run_state_to_json(const RunState& s) {
 void write_run_checkpoint(const fs::path& directory, const Model& model, const BertConfig& config,
                           const loom::Tokenizer* tokenizer, loom::Optimizer* optimizer, const RunState& state,
                           const BackendOptimizerState* on_backend) {
-  write_bert_config(config, directory / "config.json");
-  // On a device backend a fresh host copy of the master weights (checkpoints are rare).
+  // Host copies of what the checkpoint saves (on a device backend: fresh copies; checkpoints are
+  // rare), checked before a byte is written: a non-finite state is never saved (finite_state.hpp).
   HostMirror master(model.backend(), model.master());
   master.pull();
+  std::vector<std::string> problems;
+  if (auto bad = find_nonfinite(master.data(), master.size(), model.parameters()))
+    problems.push_back(describe_nonfinite("weights", *bad));
+  struct StateCopy {
+    std::string name;
+    std::unique_ptr<HostMirror> copy;  // backend memory; null for host state
+    const float* data = nullptr;
+    size_t count = 0;
+  };
+  std::vector<StateCopy> optimizer_state;
+  const size_t state_tensors = optimizer != nullptr ? optimizer->num_state_tensors() : 0;
+  for (size_t i = 0; i < state_tensors; ++i) {
+    StateCopy s;
+    if (on_backend != nullptr) {
+      const loom::BackendStateTensor t = on_backend->optimizer.backend_state(i);
+      s.name = t.name;
+      s.copy = std::make_unique<HostMirror>(on_backend->backend, t.tensor);
+      s.copy->pull();
+      s.data = s.copy->data(), s.count = s.copy->size();
+    } else {
+      const loom::OptimizerStateTensor t = optimizer->state_tensor(i);
+      s.name = t.name, s.data = t.data, s.count = t.count;
+    }
+    if (auto bad = find_nonfinite(s.data, s.count, model.parameters()))
+      problems.push_back(describe_nonfinite("optimizer state '" + s.name + "'", *bad));
+    optimizer_state.push_back(std::move(s));
+  }
+  if (!problems.empty()) {
+    std::string text;
+    for (const std::string& problem : problems) text += (text.empty() ? "" : "; ") + problem;
+    throw NonFiniteState(text);
+  }
+
+  write_bert_config(config, directory / "config.json");
   const auto tensors = model.checkpoint_tensors(master.data());
   const auto aliases = model.checkpoint_aliases();
   save_bert_checkpoint(directory / "model.safetensors", tensors, aliases,
@@ -49,19 +86,10 @@ void write_run_checkpoint(const fs::path& directory, const Model& model, const B
       vocab.append(tokenizer->id_to_token(id)).append("\n");
     write_file_atomically(directory / "vocab.txt", vocab);
   }
-  if (optimizer != nullptr && optimizer->num_state_tensors() > 0) {
+  if (!optimizer_state.empty()) {
     SafetensorsWriter writer;
-    for (size_t i = 0; i < optimizer->num_state_tensors(); ++i) {
-      if (on_backend != nullptr) {
-        const loom::BackendStateTensor t = on_backend->optimizer.backend_state(i);
-        HostMirror copy(on_backend->backend, t.tensor);
-        copy.pull();
-        writer.add_f32(t.name, {static_cast<int64_t>(copy.size())}, {copy.data(), copy.size()});
-        continue;
-      }
-      const loom::OptimizerStateTensor t = optimizer->state_tensor(i);
-      writer.add_f32(t.name, {static_cast<int64_t>(t.count)}, {t.data, t.count});
-    }
+    for (const StateCopy& s : optimizer_state)
+      writer.add_f32(s.name, {static_cast<int64_t>(s.count)}, {s.data, s.count});
     writer.set_metadata("successful_steps", std::to_string(optimizer->successful_steps()));
     writer.set_metadata(kParameterLayoutKey, parameter_layout_record(model.parameters()));
     writer.write(directory / "optimizer.safetensors");

@@ -50,7 +50,8 @@ struct BackendOptimizerState {
 
 /// Writes config.json, model.safetensors, vocab.txt (when `tokenizer`), optimizer.safetensors
 /// (when `optimizer`; its state read from the backend when `on_backend`) and state.json into
-/// `directory`.
+/// `directory`. Throws NonFiniteState (finite_state.hpp), having written nothing, when a weight
+/// or an optimizer state value is NaN or infinite: a checkpoint is always a finite state.
 void write_run_checkpoint(const std::filesystem::path& directory, const Model& model,
                           const BertConfig& config, const loom::Tokenizer* tokenizer,
                           loom::Optimizer* optimizer, const RunState& state,

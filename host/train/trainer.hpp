@@ -4,12 +4,14 @@
 //   while steps remain and nobody asked to stop:
 //     train_step()              zero, micro-batches, gradient sync, precision, update (train_step.hpp)
 //     log window → record       every `train.log_every` steps (log_window.hpp, run_reporter.hpp)
-//     evaluation                every `train.eval_every` steps on [eval_data]
 //     checkpoint                every `checkpoint.every` steps
+//     evaluation                every `train.eval_every` steps on [eval_data]
 //     step boundary             RunControl commands of the metrics stream (pause, checkpoint-now,
 //                               stop), shared with every rank
-//   then a last evaluation and checkpoint. Ctrl-C/SIGTERM finish the step, checkpoint and return
-//   normally.
+//   then a last checkpoint and evaluation — in that order, so a failing evaluation never costs
+//   the trained weights. Ctrl-C/SIGTERM finish the step, checkpoint and return normally.
+//   A checkpoint is never written of a state that is not finite (finite_state.hpp): the run ends
+//   with an error naming the newest checkpoint, which `latest` still names.
 //
 // Device backends (memory the host cannot dereference): the all-reduce, the non-finite check and
 // the optimizer run on host copies of the gradients and master weights — one gradient download
