@@ -16,6 +16,7 @@
 #include "recipe/run_settings.hpp"
 #include "recipe/stream_address.hpp"
 #include "train/backend_update.hpp"
+#include "train/finite_state.hpp"
 #include "train/launch_environment.hpp"
 #include "train/log_window.hpp"
 #include "train/run_checkpoint.hpp"
@@ -157,17 +158,29 @@ TrainSummary Trainer::run() {
       reporter.train(record, per_step * static_cast<double>(cfg.steps - s.step));
       summary.final_loss = record["loss"];
     }
-    if (cfg.eval_every > 0 && s.step % cfg.eval_every == 0 && s.step < cfg.steps)
-      s.evaluate(reporter, summary);
+    // Checkpoint before evaluation: a failing evaluation must not cost the step's weights.
     if (cfg.checkpoint_every > 0 && s.step % cfg.checkpoint_every == 0 && s.step < cfg.steps)
       s.save_checkpoint(reporter, summary);
+    if (cfg.eval_every > 0 && s.step % cfg.eval_every == 0 && s.step < cfg.steps)
+      s.evaluate(reporter, summary);
     stop_commanded = s.step_boundary(reporter, summary).stop;
   }
   summary.stopped_early = s.step < cfg.steps;
   summary.steps = s.step;
   summary.seconds = std::chrono::duration<double>(Clock::now() - loop_start).count();
-  if (!summary.stopped_early) s.evaluate(reporter, summary);
+  // The final checkpoint first: a bad row in the evaluation file must not cost the trained weights.
   s.save_checkpoint(reporter, summary);
+  if (!summary.stopped_early) {
+    try {
+      s.evaluate(reporter, summary);
+    } catch (const std::exception&) {
+      if (s.rank != 0) throw;
+      const std::string saved = summary.last_checkpoint.string();
+      rethrow_with_context("", fmt::format("; the trained weights are saved in {}: once the evaluation data "
+                                           "is fixed, evaluate them with loom eval RECIPE --checkpoint {}",
+                                           saved, saved));
+    }
+  }
   s.control.acknowledge(RunCommand::stop, s.step, {{"checkpoint", summary.last_checkpoint.string()}});
   reporter.end(summary);
   if (s.rank == 0 && s.options.console && summary.stopped_early)
@@ -286,10 +299,18 @@ void Trainer::State::save_checkpoint(RunReporter& reporter, TrainSummary& summar
   state.sdk_version = loom::kSdkVersion;
   if (rank != 0) return;
   const std::optional<BackendOptimizerState> on_backend = optimizer_on_backend();
-  summary.last_checkpoint = store->commit(step, [&](const fs::path& dir) {
-    write_run_checkpoint(dir, model(), setup.bert_config, c.tokenizer ? c.tokenizer.get() : nullptr,
-                         c.optimizer.get(), state, on_backend ? &*on_backend : nullptr);
-  });
+  try {
+    summary.last_checkpoint = store->commit(step, [&](const fs::path& dir) {
+      write_run_checkpoint(dir, model(), setup.bert_config, c.tokenizer ? c.tokenizer.get() : nullptr,
+                           c.optimizer.get(), state, on_backend ? &*on_backend : nullptr);
+    });
+  } catch (const NonFiniteState& e) {
+    // Nothing was written and `latest` still names the newest finite checkpoint; the run ends
+    // here with an error (finite_state.hpp). Other ranks are stopped by the launcher.
+    reporter.record({{"type", "event"}, {"step", step}, {"nonfinite_state", e.what()}});
+    throw std::runtime_error(
+        diverged_run_message(step, e.what(), state.scaler.skipped_steps, store->latest()));
+  }
   reporter.record({{"type", "event"}, {"step", step}, {"checkpoint", summary.last_checkpoint.string()}});
 }
 
