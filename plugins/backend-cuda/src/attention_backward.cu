@@ -229,13 +229,13 @@ template <typename S, typename G, int kChunks>
 void launch_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
                      const loom::Tensor& v, const loom::Tensor& ctx, const float* lse, const float* mask,
                      const AttentionShape& shape, const loom::Tensor& dq, const loom::Tensor& dk,
-                     const loom::Tensor& dv, float* delta, cudaStream_t stream) {
+                     const loom::Tensor& dv, float* delta, bool tensor_cores, cudaStream_t stream) {
   const int d = static_cast<int>(shape.head_dim);
   const int64_t rows = shape.batch * shape.heads * shape.seq;
   attention_delta_kernel<S, G>
       <<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kWarps * 32, 0, stream>>>(
           head_view<const G>(d_ctx), head_view<const S>(ctx), shape, delta);
-  if (flash_attention_serves(shape, q, k, v, ctx, d_ctx)) {
+  if (tensor_cores && flash_attention_serves(shape, q, k, v, ctx, d_ctx)) {
     flash_attention_backward(d_ctx, q, k, v, lse, delta, mask, shape, dq, dk, dv, stream);
     return;
   }
@@ -277,9 +277,11 @@ void CudaBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tens
     const auto run = [&](auto g_tag) {
       using G = decltype(g_tag);
       if (shape.head_dim <= 64)
-        launch_backward<S, G, 2>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data, stream_);
+        launch_backward<S, G, 2>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data,
+                                 tensor_core_attention_, stream_);
       else
-        launch_backward<S, G, 4>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data, stream_);
+        launch_backward<S, G, 4>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data,
+                                 tensor_core_attention_, stream_);
     };
     if (d_ctx.dtype == DType::f32)
       run(float{});

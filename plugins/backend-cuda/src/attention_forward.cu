@@ -128,7 +128,7 @@ void CudaBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k
                       scale, p, seed, offset);
   if (shape.batch * shape.heads * shape.seq == 0) return;
   const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
-  if (flash_attention_serves(shape, q, k, v, ctx)) {
+  if (tensor_core_attention_ && flash_attention_serves(shape, q, k, v, ctx)) {
     flash_attention_forward(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
     check_launch("attention_forward");
     return;

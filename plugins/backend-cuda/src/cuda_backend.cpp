@@ -61,6 +61,7 @@ bool read_tf32(loom::ComponentContext& context) {
 CudaBackend::CudaBackend(loom::ComponentContext& context) : tf32_(read_tf32(context)) {
   const int device = read_device(context);
   sync_check_ = context.options().get<bool>("sync_check", false) || sync_check_from_environment();
+  tensor_core_attention_ = context.options().get<bool>("tensor_core_attention", true);
   if (context.dry_run()) {
     device_index_ = device < 0 ? 0 : device;
     return;  // `loom check`: options only, no device

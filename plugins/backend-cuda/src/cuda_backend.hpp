@@ -163,11 +163,13 @@ class CudaBackend final : public loom::Backend,
   void gradient_norm(loom::OptimizerPlan& plan, const loom::Tensor& grads,
                      const loom::Tensor& nonfinite_flag) override;
   void adamw_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
-                  const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq, const loom::GradientScaling& scaling,
-                  const loom::AdamConstants& constants, double lr) override;
+                  const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq,
+                  const loom::GradientScaling& scaling, const loom::AdamConstants& constants,
+                  double lr) override;
   void lamb_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
-                 const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq, const loom::GradientScaling& scaling,
-                 const loom::AdamConstants& constants, double lr) override;
+                 const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq,
+                 const loom::GradientScaling& scaling, const loom::AdamConstants& constants,
+                 double lr) override;
   void sgd_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
                 const loom::Tensor& momentum_buffer, const loom::GradientScaling& scaling,
                 const loom::SgdConstants& constants, double lr) override;
@@ -199,6 +201,11 @@ class CudaBackend final : public loom::Backend,
   /// synchronize and the copies), so a device fault names the op that caused it instead of
   /// surfacing at a later synchronising call. Costs one synchronisation per op.
   void set_sync_check(bool on) { sync_check_ = on; }
+  /// Whether fused attention may run on the Tensor-Core kernels (flash_attention.hpp) where they
+  /// serve the call; false keeps every call on the CUDA-core kernels (option
+  /// `tensor_core_attention`, default true).
+  void set_tensor_core_attention(bool on) { tensor_core_attention_ = on; }
+  bool tensor_core_attention() const { return tensor_core_attention_; }
   bool sync_check() const { return sync_check_; }
   /// Why this device was chosen (device_placement.hpp), for the log.
   const std::string& placement() const { return placement_; }
@@ -248,6 +255,7 @@ class CudaBackend final : public loom::Backend,
   int device_index_ = 0;
   bool tf32_ = false;
   bool sync_check_ = false;
+  bool tensor_core_attention_ = true;
   mutable const char* unchecked_op_ = nullptr;  // sync_check: the op entered last, not yet waited for
   std::string placement_;
   loom::DeviceInfo info_{};  // filled by acquire(); the allocator's peak is read at each call

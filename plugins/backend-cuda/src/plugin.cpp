@@ -5,9 +5,11 @@
 
 #include "cuda_backend.hpp"
 
-LOOM_PLUGIN("backend-cuda", "0.1.0", "Compute backend on an NVIDIA GPU (cuBLASLt GEMM, CUDA kernels)",
-            loom::component<loom::Backend, loom_cuda::CudaBackend>(
-                "cuda", "0.2.0", "f32 + bf16/f16 ops and fused attention on one GPU; options device, tf32",
-                loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps,
-                             loom::ResidualLayerNorm, loom::TransferCounter, loom::OpProfiler,
-                             loom::MemoryUsage>{}))
+LOOM_PLUGIN(
+    "backend-cuda", "0.1.0", "Compute backend on an NVIDIA GPU (cuBLASLt GEMM, CUDA kernels)",
+    loom::component<loom::Backend, loom_cuda::CudaBackend>(
+        "cuda", "0.2.0",
+        "f32 + bf16/f16 ops and fused attention on one GPU; options device, tf32, sync_check, "
+        "tensor_core_attention",
+        loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps,
+                     loom::ResidualLayerNorm, loom::TransferCounter, loom::OpProfiler, loom::MemoryUsage>{}))

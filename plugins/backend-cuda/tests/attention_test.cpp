@@ -162,6 +162,66 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// ---- the two kernel families ----------------------------------------------------------------------
+//
+// bf16 storage runs the Tensor-Core kernels; with `tensor_core_attention = false` the same call runs
+// the CUDA-core kernels (f32 probabilities, as backend/cpu). Both within the derived bounds of
+// the first's rounding (emulated/attention_error_bounds.hpp) around the second, on one odd shape
+// with dropout and padding, f32 d_ctx as the encoder layer passes it.
+TEST_F(CudaOpTest, AttentionTensorCoreKernelsAgreeWithTheCudaCoreKernels) {
+  const int64_t B = 3, H = 2, T = 77, d = 64;
+  const float scale = 0.125f, p = 0.1f;
+  const uint64_t seed = 99, offset = 5;
+  HostTensor q = HostTensor::of(random_floats(B * T * H * d, 41, -2.0f, 2.0f), DType::bf16, {B, T, H, d});
+  HostTensor k = HostTensor::of(random_floats(B * T * H * d, 42, -2.0f, 2.0f), DType::bf16, {B, T, H, d});
+  HostTensor v = HostTensor::of(random_floats(B * T * H * d, 43), DType::bf16, {B, T, H, d});
+  HostTensor d_ctx = HostTensor::of(random_floats(B * T * H * d, 44), DType::f32, {B, T, H, d});
+  std::vector<float> mask(B * T, 0.0f);
+  for (int64_t t = 50; t < T; ++t) mask[t] = loom::kMaskedKey;
+  for (int64_t t = 0; t < T; ++t) mask[2 * T + t] = loom::kMaskedKey;  // batch 2: every key masked
+  HostTensor key_mask = HostTensor::of(mask, DType::f32, {B, T});
+  DeviceTensor q_g = upload(q), k_g = upload(k), v_g = upload(v), d_ctx_g = upload(d_ctx),
+               mask_g = upload(key_mask);
+  const auto heads = [](const DeviceTensor& t) { return t.view().permute({0, 2, 1, 3}); };
+
+  const auto forward = [&](bool tensor_cores, DeviceTensor& ctx_g, DeviceTensor& lse_g) {
+    gpu->set_tensor_core_attention(tensor_cores);
+    gpu->attention_forward(heads(q_g), heads(k_g), heads(v_g), mask_g.view(), scale, p, seed, offset,
+                           heads(ctx_g), lse_g.view());
+  };
+  DeviceTensor ctx_c = upload(HostTensor::zeros(DType::bf16, {B, T, H, d})),
+               ctx_t = upload(ctx_c.download(*gpu));
+  DeviceTensor lse_c = upload(HostTensor::zeros(DType::f32, {B, H, T})), lse_t = upload(lse_c.download(*gpu));
+  forward(false, ctx_c, lse_c);
+  forward(true, ctx_t, lse_t);
+  // Both backwards read the CUDA-core forward's ctx and lse, so they compute one function.
+  const auto backward = [&](bool tensor_cores) {
+    gpu->set_tensor_core_attention(tensor_cores);
+    DeviceTensor dq_g = upload(HostTensor::zeros(DType::f32, {B, T, H, d})),
+                 dk_g = upload(dq_g.download(*gpu)), dv_g = upload(dq_g.download(*gpu)),
+                 delta_g = upload(HostTensor::zeros(DType::f32, {B, H, T}));
+    gpu->attention_backward(heads(d_ctx_g), heads(q_g), heads(k_g), heads(v_g), heads(ctx_c), lse_c.view(),
+                            mask_g.view(), scale, p, seed, offset, heads(dq_g), heads(dk_g), heads(dv_g),
+                            delta_g.view());
+    return std::vector<std::vector<float>>{dq_g.download(*gpu).floats(), dk_g.download(*gpu).floats(),
+                                           dv_g.download(*gpu).floats()};
+  };
+  const auto cuda_cores = backward(false), tensor_cores = backward(true);
+  gpu->set_tensor_core_attention(true);
+
+  const std::vector<float> q_f = q.floats(), k_f = k.floats(), v_f = v.floats(), d_ctx_f = d_ctx.floats(),
+                           ctx_f = ctx_c.download(*gpu).floats();
+  const loom_cuda::flash_test::AttentionBounds bound = loom_cuda::flash_test::attention_error_bounds(
+      {B, H, T, d, scale, p, seed, offset, q_f.data(), k_f.data(), v_f.data(), d_ctx_f.data(), ctx_f.data(),
+       mask.data(), std::ldexp(1.0, -8), true});
+  loom_cuda::flash_test::expect_within(ctx_t.download(*gpu).floats(), ctx_f, bound.ctx, "ctx");
+  loom_cuda::flash_test::expect_within(lse_t.download(*gpu).floats(), lse_c.download(*gpu).floats(),
+                                       bound.lse, "lse");
+  loom_cuda::flash_test::expect_within(tensor_cores[0], cuda_cores[0], bound.dq, "dq");
+  loom_cuda::flash_test::expect_within(tensor_cores[1], cuda_cores[1], bound.dk, "dk");
+  loom_cuda::flash_test::expect_within(tensor_cores[2], cuda_cores[2], bound.dv, "dv");
+}
+
 // ---- production sizes ----------------------------------------------------------------------------
 //
 // The reference is backend/cpu's fused op on the same bf16 inputs, not the unfused composition:

@@ -110,6 +110,8 @@ TEST_F(PluginDescriptorTest, DryRunValidatesOptionsWithoutADevice) {
   EXPECT_EQ(create("tf32 = 3\n", true, message), LOOM_E_INVALID_CONFIG) << message;
   EXPECT_EQ(create("sync_check = true\n", true, message), LOOM_OK) << message;
   EXPECT_EQ(create("sync_check = 1\n", true, message), LOOM_E_INVALID_CONFIG) << message;
+  EXPECT_EQ(create("tensor_core_attention = false\n", true, message), LOOM_OK) << message;
+  EXPECT_EQ(create("tensor_core_attention = \"no\"\n", true, message), LOOM_E_INVALID_CONFIG) << message;
 }
 
 TEST_F(PluginDescriptorTest, SyncCheckEnvironmentVariableIsValidated) {
