@@ -7,10 +7,24 @@
 
 namespace loom::host {
 
-void RunControl::submit(RunCommand command, Reply reply) {
+void RunControl::submit(RunCommand command, Reply reply, ClientId client) {
   {
     std::lock_guard lock(mutex_);
+    if (command == RunCommand::pause) pause_holders_.insert(client);
+    if (command == RunCommand::resume || command == RunCommand::stop) pause_holders_.clear();
     queued_.push_back({command, std::move(reply)});
+    has_queued_ = true;
+  }
+  arrived_.notify_all();
+}
+
+void RunControl::client_gone(ClientId client, Reply reply) {
+  {
+    std::lock_guard lock(mutex_);
+    // Bookkept at submit time, so a pause still queued when its client leaves is undone as well.
+    if (pause_holders_.erase(client) == 0 || !pause_holders_.empty()) return;
+    queued_.push_back({RunCommand::resume, std::move(reply),
+                       {{"reason", "the client that paused the run went away without resuming it"}}});
     has_queued_ = true;
   }
   arrived_.notify_all();
@@ -38,9 +52,12 @@ RunControl::Boundary RunControl::at_step_boundary(uint64_t step) {
     if (!acks_now.empty()) {
       // Replies run unlocked: a reply may submit again (loom-dash in-process) without deadlock.
       lock.unlock();
-      for (Request& request : acks_now)
-        request.reply({{"type", "ack"}, {"command", run_command_name(request.command)}, {"step", step},
-                       {"paused", paused_.load()}});
+      for (Request& request : acks_now) {
+        nlohmann::json ack{{"type", "ack"}, {"command", run_command_name(request.command)}, {"step", step},
+                           {"paused", paused_.load()}};
+        ack.update(request.fields);
+        request.reply(ack);
+      }
       acks_now.clear();
       lock.lock();
     }

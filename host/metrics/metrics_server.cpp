@@ -88,9 +88,9 @@ MetricsStreamSettings metrics_stream_settings(const RunSettings& run) {
 struct MetricsServer::Impl {
   // One client; touched only on the stream thread.
   struct Connection : std::enable_shared_from_this<Connection> {
-    Connection(tcp::socket s, double request_allowance)
+    Connection(tcp::socket s, double request_allowance, RunControl::ClientId client_id)
         : socket(std::move(s)), input(kMaxRequestBytes), deadline(socket.get_executor()),
-          allowance(request_allowance), last_request(Clock::now()) {}
+          allowance(request_allowance), last_request(Clock::now()), id(client_id) {}
     tcp::socket socket;
     asio::streambuf input;
     asio::steady_timer deadline;    // for the auth line
@@ -103,6 +103,7 @@ struct MetricsServer::Impl {
     std::vector<Line> in_flight;    // the lines of the current async_write
     double allowance;               // requests it may still send now (refilled at the request rate)
     Clock::time_point last_request;
+    RunControl::ClientId id;        // names it to the RunControl, which resumes a pause it leaves behind
   };
   enum class Refusal { token, over_cap, silent };
 
@@ -121,6 +122,7 @@ struct MetricsServer::Impl {
   std::set<std::shared_ptr<Connection>> connections;
   std::deque<std::shared_ptr<Connection>> waiting;  // not yet authenticated, oldest first
   size_t admitted_clients = 0;
+  RunControl::ClientId last_client_id = RunControl::kNoClient;
   double refusal_log_allowance = kRefusalLogBurst;
   Clock::time_point refusal_log_time = Clock::now();
   uint64_t refusals_not_logged = 0;
@@ -147,7 +149,7 @@ struct MetricsServer::Impl {
         });
         return;
       }
-      auto connection = std::make_shared<Connection>(std::move(socket), request_burst());
+      auto connection = std::make_shared<Connection>(std::move(socket), request_burst(), ++last_client_id);
       boost::system::error_code ignored;
       const auto remote = connection->socket.remote_endpoint(ignored);
       connection->peer = fmt::format("{}:{}", remote.address().to_string(), remote.port());
@@ -237,11 +239,28 @@ struct MetricsServer::Impl {
       case ClientMessage::Kind::control: break;
     }
     std::weak_ptr<Connection> weak = c;
-    control.submit(message.command, [this, weak, id = message.id](const nlohmann::json& ack) {
+    control.submit(
+        message.command,
+        [this, weak, id = message.id](const nlohmann::json& ack) {
+          nlohmann::json reply = ack;
+          reply["id"] = id;
+          asio::post(io, [this, weak, line = make_line(reply)] {
+            if (auto connection = weak.lock()) queue(connection, line);
+          });
+        },
+        c->id);
+  }
+
+  // An admitted client left. If it held the run's pause, the run resumes; the resume is logged and
+  // acknowledged to every client still attached (with its "reason"), since none of them asked for it.
+  void client_left(const Connection& c) {
+    control.client_gone(c.id, [this, peer = c.peer](const nlohmann::json& ack) {
       nlohmann::json reply = ack;
-      reply["id"] = id;
-      asio::post(io, [this, weak, line = make_line(reply)] {
-        if (auto connection = weak.lock()) queue(connection, line);
+      reply["id"] = nullptr;
+      asio::post(io, [this, peer, line = make_line(reply), step = ack.value("step", uint64_t{0})] {
+        spdlog::warn("metrics stream: {} paused the run and went away; resumed at step {}", peer, step);
+        for (const auto& connection : connections)
+          if (connection->admitted) queue(connection, line);
       });
     });
   }
@@ -341,7 +360,10 @@ struct MetricsServer::Impl {
       c->socket.close(ignored);
     }
     std::erase(waiting, c);
-    if (connections.erase(c) > 0 && c->admitted) --admitted_clients;
+    if (connections.erase(c) > 0 && c->admitted) {
+      --admitted_clients;
+      client_left(*c);
+    }
     open_connections = connections.size();
   }
 

@@ -1,10 +1,13 @@
 // MetricsServer over real loopback sockets: hello and history on connect, live records, a stalled
 // client's oldest records dropped (and counted to it) without slowing the publisher, control
-// commands acknowledged to the client that sent them. (Who is admitted, and the bounds against
+// commands acknowledged to the client that sent them, mistyped ones refused, a pause left behind by
+// a disconnected client undone. (Who is admitted, and the bounds against
 // misbehaving clients: metrics_server_admission_test.cpp.)
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "metrics/metrics_server.hpp"
@@ -111,6 +114,73 @@ TEST(MetricsServer, ControlIsAppliedAtABoundaryAndAcknowledgedToItsSender) {
   const nlohmann::json error = client.next();
   EXPECT_EQ(error["type"], "error");
   EXPECT_NE(error["message"].get<std::string>().find("checkpoint-now"), std::string::npos);
+}
+
+// A control message with a key of the wrong type is answered with an error and never reaches the
+// run: "id": "notnum" in a stop used to stop it.
+TEST(MetricsServer, MistypedControlIsRefusedAndNeverApplied) {
+  RunControl control;
+  MetricsServer server({"127.0.0.1:0", "", 64}, control);
+  server.on_start(hello());
+  Client client(server);
+  EXPECT_EQ(client.next()["type"], "hello");
+  client.send_text(R"({"type":"control","command":"stop","id":"notnum"})" "\n");
+  client.send_text(R"({"type":"control","command":"pause","id":1,"force":true})" "\n");
+  const nlohmann::json first = client.next();
+  EXPECT_EQ(first["type"], "error");
+  EXPECT_NE(first["message"].get<std::string>().find("\"id\" must be a non-negative integer"), std::string::npos)
+      << first;
+  const nlohmann::json second = client.next();
+  EXPECT_EQ(second["type"], "error");
+  EXPECT_NE(second["message"].get<std::string>().find("unknown key \"force\""), std::string::npos) << second;
+  const RunControl::Boundary boundary = control.at_step_boundary(4);
+  EXPECT_FALSE(boundary.stop);
+  EXPECT_FALSE(control.paused());
+  client.send(make_control_message(RunCommand::checkpoint_now, 2));  // the connection still works
+  RunControl::Boundary later;
+  for (int i = 0; i < 500 && !later.checkpoint_now; ++i) {
+    later = control.at_step_boundary(5);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_TRUE(later.checkpoint_now);
+}
+
+// A run paused by a client that then disconnects resumes (nobody would be left to resume it); the
+// clients still attached are told why.
+TEST(MetricsServer, APausedRunResumesWhenThePausingClientDisconnects) {
+  RunControl control;
+  MetricsServer server({"127.0.0.1:0", "", 64}, control);
+  server.on_start(hello());
+  Client watcher(server);
+  EXPECT_EQ(watcher.next()["type"], "hello");
+  auto pauser = std::make_unique<Client>(server);
+  EXPECT_EQ(pauser->next()["type"], "hello");
+  pauser->send(make_control_message(RunCommand::pause, 1));
+  std::atomic<bool> finish{false};
+  std::atomic<int> boundaries{0};
+  std::thread training([&] {  // the training thread's step boundaries
+    while (!finish) {
+      control.at_step_boundary(20);
+      ++boundaries;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  EXPECT_EQ(pauser->next()["command"], "pause");
+  const int parked_at = boundaries;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(boundaries, parked_at) << "the run stays paused while its client is attached";
+  pauser.reset();  // disconnects
+  const nlohmann::json resumed = watcher.next();
+  for (int i = 0; i < 2500 && boundaries == parked_at; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_GT(boundaries, parked_at) << "the run goes on";
+  EXPECT_FALSE(control.paused());
+  finish = true;
+  training.join();
+  EXPECT_EQ(resumed["type"], "ack");
+  EXPECT_EQ(resumed["command"], "resume");
+  EXPECT_EQ(resumed["step"], 20);
+  EXPECT_TRUE(resumed["id"].is_null());
+  EXPECT_NE(resumed.value("reason", "").find("went away"), std::string::npos) << resumed;
 }
 
 TEST(MetricsServer, UnusableAddressIsAClearError) {

@@ -1,6 +1,8 @@
 // The metrics stream's line protocol; see metrics_stream_protocol.hpp.
 #include "metrics/metrics_stream_protocol.hpp"
 
+#include <algorithm>
+#include <initializer_list>
 #include <stdexcept>
 #include <utility>
 
@@ -19,6 +21,20 @@ ClientMessage invalid(std::string error) {
   return message;
 }
 
+// A client message holds only the keys of its type: an unknown key (a typo such as "idd", or a
+// field of a newer protocol) is refused rather than ignored, so no request is half understood.
+std::string unknown_key(const nlohmann::json& message, std::initializer_list<std::string_view> known,
+                        std::string_view type, std::string_view expected) {
+  for (const auto& [key, value] : message.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      return fmt::format("{}: unknown key {} ({} has {})", type, nlohmann::json(key).dump(), type, expected);
+  return "";
+}
+
+std::string shown(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 ClientMessage parse_client_message(std::string_view line) {
@@ -32,6 +48,8 @@ ClientMessage parse_client_message(std::string_view line) {
   if (*type == "auth") {
     const auto token = message.find("token");
     if (token == message.end() || !token->is_string()) return invalid("auth needs a string \"token\"");
+    if (std::string why = unknown_key(message, {"type", "token"}, "auth", "\"type\" and \"token\""); !why.empty())
+      return invalid(std::move(why));
     ClientMessage out;
     out.kind = ClientMessage::Kind::auth;
     out.token = token->get<std::string>();
@@ -43,11 +61,20 @@ ClientMessage parse_client_message(std::string_view line) {
         command != message.end() && command->is_string() ? parse_run_command(command->get<std::string>())
                                                          : std::nullopt;
     if (!parsed)
-      return invalid("control needs \"command\": one of pause, resume, checkpoint-now, stop");
+      return invalid(fmt::format("control needs \"command\": one of pause, resume, checkpoint-now, stop{}",
+                                 command == message.end() ? "" : ", got " + shown(*command)));
+    // The id is echoed in the acknowledgement; a client matches acks by it, so it has one type.
+    const auto id = message.find("id");
+    if (id != message.end() && !id->is_number_unsigned())
+      return invalid("control: \"id\" must be a non-negative integer (or absent), got " + shown(*id));
+    if (std::string why = unknown_key(message, {"type", "command", "id"}, "control",
+                                      "\"type\", \"command\" and an optional \"id\"");
+        !why.empty())
+      return invalid(std::move(why));
     ClientMessage out;
     out.kind = ClientMessage::Kind::control;
     out.command = *parsed;
-    out.id = message.value("id", nlohmann::json());
+    if (id != message.end()) out.id = *id;
     return out;
   }
   return invalid(fmt::format("unknown message type {} (expected \"auth\" or \"control\")", type->dump()));

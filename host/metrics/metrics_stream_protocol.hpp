@@ -11,6 +11,7 @@
 //                   {"type":"end", "step", "stopped_early", "checkpoint"}   the run is over
 // client → server:  {"type":"auth", "token":"..."}  first, when the server requires a token
 //                   {"type":"control", "command":"pause"|"resume"|"checkpoint-now"|"stop", "id":N}
+//                   (N a non-negative integer, optional; no other keys)
 #pragma once
 
 #include <cstdint>
@@ -32,11 +33,12 @@ struct ClientMessage {
   enum class Kind { auth, control, invalid } kind = Kind::invalid;
   std::string token;            ///< auth
   RunCommand command{};         ///< control
-  nlohmann::json id;            ///< control: echoed in the ack (null when absent)
+  nlohmann::json id;            ///< control: a non-negative integer echoed in the ack (null when absent)
   std::string error;            ///< invalid: what is wrong, for the error reply
 };
 
-/// Decodes one line from a client (without the '\n').
+/// Decodes one line from a client (without the '\n'). Typed: a message with a key its type does not
+/// have, or a key of the wrong type ("id": "7"), is invalid — answered with an error, never acted on.
 ClientMessage parse_client_message(std::string_view line);
 
 /// One protocol line: `message.dump()` plus '\n' (records are single-line by construction).

@@ -44,6 +44,37 @@ TEST(MetricsStreamProtocol, BadLinesAreInvalidWithAReason) {
   }
 }
 
+// Control messages are typed: a key of the wrong type, or one the message type does not have, makes
+// the line invalid (answered with an error, never acted on) instead of being ignored or echoed.
+TEST(MetricsStreamProtocol, MistypedControlMessagesAreInvalid) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"type":"control","command":"stop","id":"notnum"})", "\"id\" must be a non-negative integer (or absent), got \"notnum\""},
+      {R"({"type":"control","command":"stop","id":-1})", "\"id\" must be a non-negative integer"},
+      {R"({"type":"control","command":"stop","id":1.5})", "\"id\" must be a non-negative integer"},
+      {R"({"type":"control","command":"stop","id":null})", "\"id\" must be a non-negative integer"},
+      {R"({"type":"control","command":"stop","id":[1]})", "\"id\" must be a non-negative integer"},
+      {R"({"type":"control","command":"stop","id":{"n":1}})", "\"id\" must be a non-negative integer"},
+      {R"({"type":"control","command":"stop","id":1e300})", "\"id\" must be a non-negative integer"},
+      {R"({"type":"control","command":5,"id":1})", "one of pause, resume, checkpoint-now, stop, got 5"},
+      {R"({"type":"control","command":["stop"]})", "got [\"stop\"]"},
+      {R"({"type":"control","command":"stop","idd":1})", "control: unknown key \"idd\""},
+      {R"({"type":"control","command":"stop","force":true})", "control: unknown key \"force\""},
+      {R"({"type":"auth","token":"t","user":"x"})", "auth: unknown key \"user\""},
+      {R"({"type":5})", "no \"type\""},
+  };
+  for (const auto& [line, reason] : cases) {
+    const ClientMessage message = parse_client_message(line);
+    EXPECT_EQ(message.kind, ClientMessage::Kind::invalid) << line;
+    EXPECT_NE(message.error.find(reason), std::string::npos) << line << " -> " << message.error;
+  }
+  const ClientMessage without_id = parse_client_message(R"({"type":"control","command":"pause"})");
+  EXPECT_EQ(without_id.kind, ClientMessage::Kind::control);
+  EXPECT_TRUE(without_id.id.is_null());
+  const ClientMessage largest = parse_client_message(R"({"type":"control","command":"resume","id":18446744073709551615})");
+  EXPECT_EQ(largest.kind, ClientMessage::Kind::control);
+  EXPECT_EQ(largest.id, 18446744073709551615ull);
+}
+
 TEST(MetricsStreamProtocol, RecordsStayOneLine) {
   const nlohmann::json record{{"type", "train"}, {"step", 3}, {"note", "two\nlines"}};
   const std::string line = protocol_line(record);
