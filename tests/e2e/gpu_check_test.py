@@ -195,6 +195,10 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
                      "loom 4.600 ms (fwd 0.830, bwd 3.750), pytorch 0.130 ms (fwd 0.050, bwd 0.080), ratio 0.03",
                      "pytorch not measured (no torch)"):
         check(expected in lines, f"attention lines lack {expected!r}: {lines}")
+    with_baseline = dict(figures, loom_cuda_core_ms_forward_backward=9.2, tensor_core_speedup=2.0)
+    json_out.write_text(json.dumps([with_baseline]))
+    line = gc.attention_line(gc.attention_result(0, 12.0, json_out, notes)["shapes"][0])
+    check(line.endswith("; CUDA-core kernels 9.200 ms, Tensor-Core speedup 2.00"), f"attention speedup: {line}")
     json_out.write_text(json.dumps([dict(figures, loom_ms_forward_backward=None, loom_unavailable="no CUDA device")]))
     part = gc.attention_result(1, 3.0, json_out, notes)
     check(part["status"] == "failed" and "no CUDA device" in part["reason"], f"attention_bench without Loom {part}")
