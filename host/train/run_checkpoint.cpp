@@ -45,29 +45,27 @@ void write_run_checkpoint(const fs::path& directory, const Model& model, const B
   std::vector<std::string> problems;
   if (auto bad = find_nonfinite(master.data(), master.size(), model.parameters()))
     problems.push_back(describe_nonfinite("weights", *bad));
-  struct StateCopy {
-    std::string name;
-    std::unique_ptr<HostMirror> copy;  // backend memory; null for host state
-    const float* data = nullptr;
-    size_t count = 0;
-  };
-  std::vector<StateCopy> optimizer_state;
+  // The optimizer's state goes into its writer (which keeps a copy) one tensor at a time, each
+  // scanned on the way, so a device backend's tensors are never all on the host twice.
+  SafetensorsWriter optimizer_file;
   const size_t state_tensors = optimizer != nullptr ? optimizer->num_state_tensors() : 0;
   for (size_t i = 0; i < state_tensors; ++i) {
-    StateCopy s;
+    std::unique_ptr<HostMirror> copy;
+    std::string name;
+    const float* data = nullptr;
+    size_t count = 0;
     if (on_backend != nullptr) {
       const loom::BackendStateTensor t = on_backend->optimizer.backend_state(i);
-      s.name = t.name;
-      s.copy = std::make_unique<HostMirror>(on_backend->backend, t.tensor);
-      s.copy->pull();
-      s.data = s.copy->data(), s.count = s.copy->size();
+      copy = std::make_unique<HostMirror>(on_backend->backend, t.tensor);
+      copy->pull();
+      name = t.name, data = copy->data(), count = copy->size();
     } else {
       const loom::OptimizerStateTensor t = optimizer->state_tensor(i);
-      s.name = t.name, s.data = t.data, s.count = t.count;
+      name = t.name, data = t.data, count = t.count;
     }
-    if (auto bad = find_nonfinite(s.data, s.count, model.parameters()))
-      problems.push_back(describe_nonfinite("optimizer state '" + s.name + "'", *bad));
-    optimizer_state.push_back(std::move(s));
+    if (auto bad = find_nonfinite(data, count, model.parameters()))
+      problems.push_back(describe_nonfinite("optimizer state '" + name + "'", *bad));
+    optimizer_file.add_f32(name, {static_cast<int64_t>(count)}, {data, count});
   }
   if (!problems.empty()) {
     std::string text;
@@ -86,13 +84,10 @@ void write_run_checkpoint(const fs::path& directory, const Model& model, const B
       vocab.append(tokenizer->id_to_token(id)).append("\n");
     write_file_atomically(directory / "vocab.txt", vocab);
   }
-  if (!optimizer_state.empty()) {
-    SafetensorsWriter writer;
-    for (const StateCopy& s : optimizer_state)
-      writer.add_f32(s.name, {static_cast<int64_t>(s.count)}, {s.data, s.count});
-    writer.set_metadata("successful_steps", std::to_string(optimizer->successful_steps()));
-    writer.set_metadata(kParameterLayoutKey, parameter_layout_record(model.parameters()));
-    writer.write(directory / "optimizer.safetensors");
+  if (state_tensors > 0) {
+    optimizer_file.set_metadata("successful_steps", std::to_string(optimizer->successful_steps()));
+    optimizer_file.set_metadata(kParameterLayoutKey, parameter_layout_record(model.parameters()));
+    optimizer_file.write(directory / "optimizer.safetensors");
   }
   write_file_atomically(directory / "state.json", run_state_to_json(state).dump(2) + "\n");
 }
