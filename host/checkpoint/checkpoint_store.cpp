@@ -141,7 +141,8 @@ std::vector<fs::path> CheckpointStore::complete() const {
   if (!fs::is_directory(directory_, error)) return {};
   for (const auto& entry : fs::directory_iterator(directory_)) {
     const std::optional<uint64_t> step = step_of(entry.path().filename().string());
-    if (entry.is_directory() && step && fs::exists(entry.path() / kManifest)) found.emplace_back(*step, entry.path());
+    if (entry.is_directory() && step && fs::exists(entry.path() / kManifest))
+      found.emplace_back(*step, entry.path());
   }
   std::sort(found.begin(), found.end());
   std::vector<fs::path> paths;

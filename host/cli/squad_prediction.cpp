@@ -13,8 +13,8 @@
 
 #include "eval/evaluator.hpp"
 #include "eval/finite_outputs.hpp"
-#include "files/atomic_file.hpp"
 #include "eval/squad_evaluation.hpp"
+#include "files/atomic_file.hpp"
 #include "model/batch_staging.hpp"
 #include "model/bert_config.hpp"
 #include "model/host_batch_buffers.hpp"
