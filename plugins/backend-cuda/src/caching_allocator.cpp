@@ -1,10 +1,9 @@
-// CachingAllocator: free lists per stream and size class over cudaMalloc, events for blocks last
-// used on another stream (see caching_allocator.hpp).
+// CachingAllocator: free lists per stream and block size over cudaMalloc, best fit for large
+// blocks, events for blocks last used on another stream (see caching_allocator.hpp).
 #include "caching_allocator.hpp"
 
 #include <cuda_runtime.h>
 
-#include <bit>
 #include <string>
 
 #include "loom/sdk/error.hpp"
@@ -12,8 +11,6 @@
 namespace loom_cuda {
 
 namespace {
-constexpr size_t kMinimumBlock = 512;
-
 std::string memory_info() {
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
@@ -40,26 +37,18 @@ CachingAllocator::~CachingAllocator() {
   live_blocks_.clear();
 }
 
-size_t CachingAllocator::size_class(size_t bytes) {
-  size_t rounded = (bytes + kMinimumBlock - 1) / kMinimumBlock * kMinimumBlock;
-  if (rounded <= 4 * kMinimumBlock) return rounded;  // 512, 1024, 1536, 2048: exact multiples
-  // Four classes per octave: step = 2^(k-2) where 2^k ≤ rounded < 2^(k+1).
-  const size_t top = std::bit_floor(rounded);
-  const size_t step = top / 4;
-  return (rounded + step - 1) / step * step;
-}
-
 void* CachingAllocator::allocate(size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return nullptr;
-  const size_t size = size_class(bytes);
+  if (bytes > kMaximumRequest)
+    throw loom::Error("backend/cuda: out of device memory allocating " + std::to_string(bytes) +
+                          " bytes: more than any device holds",
+                      LOOM_E_OUT_OF_MEMORY);
+  const size_t wanted = size_class(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!pending_.empty()) collect_pending_locked(false);
-  void* block = nullptr;
-  auto found = free_blocks_.find({stream, size});
-  if (found != free_blocks_.end() && !found->second.empty()) {
-    block = found->second.back();
-    found->second.pop_back();
-  } else {
+  size_t size = wanted;  // the block's: more than the class when a cached large block is reused
+  void* block = take_free_locked(stream, wanted, &size);
+  if (block == nullptr) {
     cudaError_t status = cudaMalloc(&block, size);
     if (status == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // clear the sticky-free error before retrying
@@ -114,6 +103,19 @@ void CachingAllocator::deallocate(void* data, cudaStream_t last_use) {
   requested_ -= block.requested;
 }
 
+void* CachingAllocator::take_free_locked(cudaStream_t stream, size_t size, size_t* block_bytes) {
+  // The lists are ordered by (stream, size) and none is empty, so the first at or after
+  // (stream, size) is the smallest cached block of this stream that is large enough.
+  auto found = free_blocks_.lower_bound({stream, size});
+  if (found == free_blocks_.end() || found->first.first != stream || !serves(found->first.second, size))
+    return nullptr;
+  void* block = found->second.back();
+  *block_bytes = found->first.second;
+  found->second.pop_back();
+  if (found->second.empty()) free_blocks_.erase(found);
+  return block;
+}
+
 cudaEvent_t CachingAllocator::take_event_locked() {
   if (!spare_events_.empty()) {
     cudaEvent_t event = spare_events_.back();
@@ -165,8 +167,8 @@ void CachingAllocator::empty_cache_locked() {
       (void)cudaFree(block);
       reserved_ -= key.second;
     }
-    blocks.clear();
   }
+  free_blocks_.clear();
 }
 
 size_t CachingAllocator::allocated_bytes() const {
