@@ -173,10 +173,13 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
       const host::HostBatch batch = buffers.next(d, shape);
       if (shape.epoch != 0) break;
       model.forward(staging.upload(batch), host::StepSettings{false, 0});
-      const std::vector<float> start_logits = host::rows_to_host(*backend.get(), model.output("start_logits"));
+      const std::vector<float> start_logits =
+          host::rows_to_host(*backend.get(), model.output("start_logits"));
       const std::vector<float> end_logits = host::rows_to_host(*backend.get(), model.output("end_logits"));
       ++batch_number;
-      const auto window = [&](size_t row) { return fmt::format("window {} of batch {}", row + 1, batch_number); };
+      const auto window = [&](size_t row) {
+        return fmt::format("window {} of batch {}", row + 1, batch_number);
+      };
       const auto seq = static_cast<size_t>(batch.seq);
       try {
         host::require_finite_outputs(start_logits, seq, "start logits", checkpoint, window);
@@ -185,7 +188,8 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
         refused = e;
         return;
       }
-      squad.add_batch(d, buffers.instance_ids(), batch.input_ids, shape.rows, batch.seq, start_logits, end_logits);
+      squad.add_batch(d, buffers.instance_ids(), batch.input_ids, shape.rows, batch.seq, start_logits,
+                      end_logits);
       if (shape.last_in_epoch) break;
     }
   });

@@ -170,9 +170,9 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
     const loom::Tensor logits = model.output("logits");
     const std::vector<float> host_logits = host::rows_to_host(*backend.get(), logits);
     const size_t width = regression ? 1 : labels.size();
-    host::require_finite_outputs(std::span<const float>(host_logits.data(), rows * width), width, "logits",
-                                 a.checkpoint,
-                                 [&](size_t r) { return fmt::format("text {} of {}", start + r + 1, a.input); });
+    host::require_finite_outputs(
+        std::span<const float>(host_logits.data(), rows * width), width, "logits", a.checkpoint,
+        [&](size_t r) { return fmt::format("text {} of {}", start + r + 1, a.input); });
     for (size_t r = 0; r < rows && regression; ++r) {
       if (jsonl)
         out << nlohmann::json{{"score", host_logits[r]}}.dump() << "\n";

@@ -23,7 +23,8 @@ void RunControl::client_gone(ClientId client, Reply reply) {
     std::lock_guard lock(mutex_);
     // Bookkept at submit time, so a pause still queued when its client leaves is undone as well.
     if (pause_holders_.erase(client) == 0 || !pause_holders_.empty()) return;
-    queued_.push_back({RunCommand::resume, std::move(reply),
+    queued_.push_back({RunCommand::resume,
+                       std::move(reply),
                        {{"reason", "the client that paused the run went away without resuming it"}}});
     has_queued_ = true;
   }
@@ -53,7 +54,9 @@ RunControl::Boundary RunControl::at_step_boundary(uint64_t step) {
       // Replies run unlocked: a reply may submit again (loom-dash in-process) without deadlock.
       lock.unlock();
       for (Request& request : acks_now) {
-        nlohmann::json ack{{"type", "ack"}, {"command", run_command_name(request.command)}, {"step", step},
+        nlohmann::json ack{{"type", "ack"},
+                           {"command", run_command_name(request.command)},
+                           {"step", step},
                            {"paused", paused_.load()}};
         ack.update(request.fields);
         request.reply(ack);

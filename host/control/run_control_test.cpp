@@ -65,10 +65,11 @@ TEST(RunControl, StopEndsAPauseAndIsAcknowledgedAfterTheFinalCheckpoint) {
 // Runs at_step_boundary(step) on a thread of its own, as the training thread would.
 class Boundary {
  public:
-  Boundary(RunControl& control, uint64_t step) : thread_([&control, step, this] {
-    control.at_step_boundary(step);
-    done_ = true;
-  }) {}
+  Boundary(RunControl& control, uint64_t step)
+      : thread_([&control, step, this] {
+          control.at_step_boundary(step);
+          done_ = true;
+        }) {}
   ~Boundary() { thread_.join(); }
   bool done() const { return done_; }
   // True when the boundary returned within `seconds`.

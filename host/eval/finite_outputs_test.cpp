@@ -34,7 +34,8 @@ TEST(FiniteOutputs, ANaNLogitIsRefusedNamingCheckpointOutputAndRow) {
     FAIL() << "NaN logits were accepted";
   } catch (const NonFiniteOutputError& e) {
     const std::string message = e.what();
-    EXPECT_EQ(message.rfind("runs/x/checkpoints/step-000010: the model's logits are not finite", 0), 0u) << message;
+    EXPECT_EQ(message.rfind("runs/x/checkpoints/step-000010: the model's logits are not finite", 0), 0u)
+        << message;
     EXPECT_NE(message.find("3 of 8 in this batch, the first nan in example 3 of in.tsv"), std::string::npos)
         << message;
     EXPECT_NE(message.find("try an earlier checkpoint"), std::string::npos) << message;
@@ -42,8 +43,8 @@ TEST(FiniteOutputs, ANaNLogitIsRefusedNamingCheckpointOutputAndRow) {
 }
 
 TEST(FiniteOutputs, MetricsOfNonFiniteBatchesAreWithheldButCountsStay) {
-  nlohmann::json metrics{{"eval_loss", 0.5}, {"eval_accuracy", 0.0}, {"eval_f1", 0.0},
-                         {"eval_examples", 64}, {"eval_batches", 2}, {"eval_masked_tokens", 7}};
+  nlohmann::json metrics{{"eval_loss", 0.5},    {"eval_accuracy", 0.0}, {"eval_f1", 0.0},
+                         {"eval_examples", 64}, {"eval_batches", 2},    {"eval_masked_tokens", 7}};
   nlohmann::json untouched = metrics;
   withhold_nonfinite_metrics(untouched, 0);
   EXPECT_EQ(untouched, metrics);
@@ -61,9 +62,10 @@ TEST(FiniteOutputs, MetricsOfNonFiniteBatchesAreWithheldButCountsStay) {
     refuse_nonfinite_evaluation(metrics, "runs/x/checkpoints/step-000010");
     FAIL() << "withheld metrics were accepted";
   } catch (const NonFiniteOutputError& e) {
-    EXPECT_NE(std::string(e.what()).find("runs/x/checkpoints/step-000010: the model's outputs are not finite on 2 "
-                                         "of 2 evaluation batches"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("runs/x/checkpoints/step-000010: the model's outputs are not finite on 2 "
+                                   "of 2 evaluation batches"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -89,8 +89,12 @@ struct MetricsServer::Impl {
   // One client; touched only on the stream thread.
   struct Connection : std::enable_shared_from_this<Connection> {
     Connection(tcp::socket s, double request_allowance, RunControl::ClientId client_id)
-        : socket(std::move(s)), input(kMaxRequestBytes), deadline(socket.get_executor()),
-          allowance(request_allowance), last_request(Clock::now()), id(client_id) {}
+        : socket(std::move(s)),
+          input(kMaxRequestBytes),
+          deadline(socket.get_executor()),
+          allowance(request_allowance),
+          last_request(Clock::now()),
+          id(client_id) {}
     tcp::socket socket;
     asio::streambuf input;
     asio::steady_timer deadline;    // for the auth line
@@ -103,7 +107,7 @@ struct MetricsServer::Impl {
     std::vector<Line> in_flight;    // the lines of the current async_write
     double allowance;               // requests it may still send now (refilled at the request rate)
     Clock::time_point last_request;
-    RunControl::ClientId id;        // names it to the RunControl, which resumes a pause it leaves behind
+    RunControl::ClientId id;  // names it to the RunControl, which resumes a pause it leaves behind
   };
   enum class Refusal { token, over_cap, silent };
 

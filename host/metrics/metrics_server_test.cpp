@@ -124,11 +124,12 @@ TEST(MetricsServer, MistypedControlIsRefusedAndNeverApplied) {
   server.on_start(hello());
   Client client(server);
   EXPECT_EQ(client.next()["type"], "hello");
-  client.send_text(R"({"type":"control","command":"stop","id":"notnum"})" "\n");
-  client.send_text(R"({"type":"control","command":"pause","id":1,"force":true})" "\n");
+  client.send(nlohmann::json::parse(R"({"type":"control","command":"stop","id":"notnum"})"));
+  client.send(nlohmann::json::parse(R"({"type":"control","command":"pause","id":1,"force":true})"));
   const nlohmann::json first = client.next();
   EXPECT_EQ(first["type"], "error");
-  EXPECT_NE(first["message"].get<std::string>().find("\"id\" must be a non-negative integer"), std::string::npos)
+  EXPECT_NE(first["message"].get<std::string>().find("\"id\" must be a non-negative integer"),
+            std::string::npos)
       << first;
   const nlohmann::json second = client.next();
   EXPECT_EQ(second["type"], "error");
@@ -171,7 +172,8 @@ TEST(MetricsServer, APausedRunResumesWhenThePausingClientDisconnects) {
   EXPECT_EQ(boundaries, parked_at) << "the run stays paused while its client is attached";
   pauser.reset();  // disconnects
   const nlohmann::json resumed = watcher.next();
-  for (int i = 0; i < 2500 && boundaries == parked_at; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  for (int i = 0; i < 2500 && boundaries == parked_at; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   EXPECT_GT(boundaries, parked_at) << "the run goes on";
   EXPECT_FALSE(control.paused());
   finish = true;

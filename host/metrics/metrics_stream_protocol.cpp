@@ -48,7 +48,8 @@ ClientMessage parse_client_message(std::string_view line) {
   if (*type == "auth") {
     const auto token = message.find("token");
     if (token == message.end() || !token->is_string()) return invalid("auth needs a string \"token\"");
-    if (std::string why = unknown_key(message, {"type", "token"}, "auth", "\"type\" and \"token\""); !why.empty())
+    if (std::string why = unknown_key(message, {"type", "token"}, "auth", "\"type\" and \"token\"");
+        !why.empty())
       return invalid(std::move(why));
     ClientMessage out;
     out.kind = ClientMessage::Kind::auth;

@@ -48,7 +48,8 @@ TEST(MetricsStreamProtocol, BadLinesAreInvalidWithAReason) {
 // the line invalid (answered with an error, never acted on) instead of being ignored or echoed.
 TEST(MetricsStreamProtocol, MistypedControlMessagesAreInvalid) {
   const std::pair<const char*, const char*> cases[] = {
-      {R"({"type":"control","command":"stop","id":"notnum"})", "\"id\" must be a non-negative integer (or absent), got \"notnum\""},
+      {R"({"type":"control","command":"stop","id":"notnum"})",
+       "\"id\" must be a non-negative integer (or absent), got \"notnum\""},
       {R"({"type":"control","command":"stop","id":-1})", "\"id\" must be a non-negative integer"},
       {R"({"type":"control","command":"stop","id":1.5})", "\"id\" must be a non-negative integer"},
       {R"({"type":"control","command":"stop","id":null})", "\"id\" must be a non-negative integer"},
@@ -70,7 +71,8 @@ TEST(MetricsStreamProtocol, MistypedControlMessagesAreInvalid) {
   const ClientMessage without_id = parse_client_message(R"({"type":"control","command":"pause"})");
   EXPECT_EQ(without_id.kind, ClientMessage::Kind::control);
   EXPECT_TRUE(without_id.id.is_null());
-  const ClientMessage largest = parse_client_message(R"({"type":"control","command":"resume","id":18446744073709551615})");
+  const ClientMessage largest =
+      parse_client_message(R"({"type":"control","command":"resume","id":18446744073709551615})");
   EXPECT_EQ(largest.kind, ClientMessage::Kind::control);
   EXPECT_EQ(largest.id, 18446744073709551615ull);
 }

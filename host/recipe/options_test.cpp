@@ -56,8 +56,10 @@ TEST(Options, NonFiniteNumbersAreRefusedWhateverTheRange) {
   EXPECT_DOUBLE_EQ(o.get<double>("free", 2.0), 2.0);
   EXPECT_EQ(o.get<std::vector<double>>("list", {}), std::vector<double>{});
   ASSERT_EQ(o.problems().size(), 4u);
-  EXPECT_EQ(o.problems()[0], "r.toml:1:1: optimizer.beta: value nan is not a finite number (allowed: [0, 1))");
-  EXPECT_EQ(o.problems()[1], "r.toml:2:1: optimizer.lr: value inf is not a finite number (allowed: [0, inf))");
+  EXPECT_EQ(o.problems()[0],
+            "r.toml:1:1: optimizer.beta: value nan is not a finite number (allowed: [0, 1))");
+  EXPECT_EQ(o.problems()[1],
+            "r.toml:2:1: optimizer.lr: value inf is not a finite number (allowed: [0, inf))");
   EXPECT_EQ(o.problems()[2], "r.toml:3:1: optimizer.free: value -inf is not a finite number");
   EXPECT_EQ(o.problems()[3], "r.toml:4:1: optimizer.list: element 2 is not a finite number");
 }

@@ -27,7 +27,8 @@ std::string run_name_problem(const std::string& name) {
     return fmt::format("'{}' is not allowed: the run directory would be {} ({})", name,
                        name == "." ? "run.output_dir itself" : "the parent of run.output_dir", rule);
   if (name.find('/') != std::string::npos)
-    return fmt::format("'{}' contains '/' ({}; choose another run.output_dir for a deeper place)", name, rule);
+    return fmt::format("'{}' contains '/' ({}; choose another run.output_dir for a deeper place)", name,
+                       rule);
   for (const char c : name)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
       return fmt::format("{} contains a control character ({}; no NUL, newline or other control characters)",

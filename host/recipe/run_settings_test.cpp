@@ -45,8 +45,8 @@ TEST(RunSettings, RunNamesThatLeaveOutputDirAreRefusedNamingTheKey) {
 }
 
 TEST(RunSettings, OrdinaryRunNamesAreAccepted) {
-  const std::vector<std::string> names = {"bert-tiny", "run.2", "...", ".hidden", "a b", "phase1_seq128",
-                                         std::string(255, 'n')};
+  const std::vector<std::string> names = {
+      "bert-tiny", "run.2", "...", ".hidden", "a b", "phase1_seq128", std::string(255, 'n')};
   for (const std::string& name : names) {
     EXPECT_TRUE(name_problems(name).empty()) << name;
     EXPECT_EQ(run_name_problem(name), "") << name;

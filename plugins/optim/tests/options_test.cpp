@@ -57,8 +57,10 @@ TEST(OptimizerOptions, ReportsEveryBadValueWithItsKey) {
 }
 
 TEST(OptimizerOptions, EpsMustBePositive) {
-  expect_problem(problems_of<loom::Optimizer>("adamw", "eps = 0.0\n"), "optimizer.eps: value 0.0 is out of range (0, 1]");
-  expect_problem(problems_of<loom::Optimizer>("nvlamb", "eps = 0\n"), "optimizer.eps: value 0 is out of range (0, 1]");
+  expect_problem(problems_of<loom::Optimizer>("adamw", "eps = 0.0\n"),
+                 "optimizer.eps: value 0.0 is out of range (0, 1]");
+  expect_problem(problems_of<loom::Optimizer>("nvlamb", "eps = 0\n"),
+                 "optimizer.eps: value 0 is out of range (0, 1]");
 }
 
 // NaN passes a range check written as `v < min || v > max`; every number option refuses it (and
@@ -66,7 +68,8 @@ TEST(OptimizerOptions, EpsMustBePositive) {
 TEST(OptimizerOptions, NonFiniteValuesAreRefusedNamingTheRange) {
   for (const char* optimizer : {"nvlamb", "adamw"}) {
     const std::string m = problems_of<loom::Optimizer>(
-        optimizer, "lr = nan\nbeta1 = nan\nbeta2 = nan\neps = nan\nweight_decay = inf\nmax_grad_norm = -inf\n");
+        optimizer,
+        "lr = nan\nbeta1 = nan\nbeta2 = nan\neps = nan\nweight_decay = inf\nmax_grad_norm = -inf\n");
     expect_problem(m, "optimizer.lr: value nan is not a finite number (allowed: [0, inf))");
     expect_problem(m, "optimizer.beta1: value nan is not a finite number (allowed: [0, 1))");
     expect_problem(m, "optimizer.beta2: value nan is not a finite number (allowed: [0, 1))");

@@ -136,15 +136,18 @@ TEST(LossScaler, ValidatesItsOptions) {
 TEST(LossScaler, RefusesNonFiniteOptions) {
   std::string m;
   try {
-    load_policy("fp16-mixed", "initial_scale = nan\ngrowth_factor = nan\nbackoff_factor = nan\nmin_scale = nan\n"
-                              "max_scale = inf\n");
+    load_policy("fp16-mixed",
+                "initial_scale = nan\ngrowth_factor = nan\nbackoff_factor = nan\nmin_scale = nan\n"
+                "max_scale = inf\n");
   } catch (const loom::host::RecipeError& e) {
     m = e.what();
   }
   for (const char* key : {"initial_scale: value nan", "growth_factor: value nan", "backoff_factor: value nan",
                           "min_scale: value nan", "max_scale: value inf"})
-    EXPECT_NE(m.find(std::string("precision.") + key + " is not a finite number (allowed: "), std::string::npos)
-        << key << " in:\n" << m;
+    EXPECT_NE(m.find(std::string("precision.") + key + " is not a finite number (allowed: "),
+              std::string::npos)
+        << key << " in:\n"
+        << m;
 }
 
 }  // namespace
