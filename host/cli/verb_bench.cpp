@@ -234,6 +234,7 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   const double train_seconds = times.untimed_seconds;
   // Inference on a batch read now: the training steps have reused the host buffers since.
   loom::BatchShape inference_shape{};
+  const auto held = steps.hold_data();  // the dataset is read ahead for training steps
   const host::HostBatch inference_batch =
       c.data.call([&](loom::Dataset& d) { return run.buffers->next(d, inference_shape); });
   double t_inference = 0;

@@ -1,11 +1,12 @@
 // StepRunner: the steps of a run as `loom run` (trainer.cpp) and `loom bench` (verb_bench.cpp)
 // both take them — the one place a StepParts is built. It owns what the steps share beyond the
 // model (the gradient mean over ranks, the window's loss sums on the backend, the instance
-// trace) and calls train_step(), so the benchmark measures the very function a run calls, with
-// its schedule, loss scale and gradient accumulation.
+// trace, the batches read ahead) and calls train_step(), so the benchmark measures the very
+// function a run calls, with its schedule, loss scale, gradient accumulation and read-ahead.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "recipe/run_settings.hpp"
 #include "train/step_phases.hpp"
@@ -36,6 +37,12 @@ class StepRunner {
     return train_step(parts_, step, measure_mlm_accuracy, phases);
   }
 
+  /// Where the data is after the batches the steps took: what a checkpoint saves (the dataset
+  /// itself has read ahead, batch_prefetcher.hpp).
+  loom::DatasetCursor data_cursor() const { return batches_->cursor(); }
+  /// Reading ahead paused while the hold lives: for anything else that reads data meanwhile.
+  [[nodiscard]] BatchPrefetcher::Hold hold_data() const { return batches_->hold(); }
+
   /// The losses the steps added since the last take (the trainer's log window).
   LossSums& loss_sums() { return loss_sums_; }
   /// True when gradient buckets are all-reduced while backward runs.
@@ -45,6 +52,7 @@ class StepRunner {
   GradientSync sync_;
   LossSums loss_sums_;
   InstanceTrace trace_;
+  std::unique_ptr<BatchPrefetcher> batches_;  // reading from construction until destruction
   StepParts parts_;
 };
 

@@ -35,11 +35,11 @@ MicroBatchesRun accumulate_gradients(const StepParts& p, uint64_t step, double l
   const bool overlap_sync = p.group.world > 1 && p.sync.overlapping();
   MicroBatchesRun run;
   for (uint64_t micro = 0; micro < k; ++micro) {
-    loom::BatchShape shape{};
-    const HostBatch batch =
-        p.components.data.call([&](loom::Dataset& d) { return p.buffers.next(d, shape); });
+    const PrefetchedBatch next = p.batches.take();
+    const HostBatch& batch = next.batch;
+    const loom::BatchShape& shape = next.shape;
     run.epoch_ended = run.epoch_ended || shape.last_in_epoch != 0;
-    p.trace.record(shape, p.buffers.instance_ids());
+    p.trace.record(shape, *next.instance_ids);
     end_phase(phases, StepPhase::data);
     const bool last = micro + 1 == k;
     if (shape.rows == 0) {  // the other ranks took the rest of the epoch; still send gradients

@@ -1,8 +1,9 @@
 // train_step(): one optimizer step of `loom run`, the page to read first.
 //
 //   zero gradients
-//   k micro-batches: next batch → upload → forward (dropout keyed by step and micro-batch) →
-//                    backward with loss scale / k, so the gradients are the mean over micro-batches
+//   k micro-batches: next batch (read ahead by a thread: batch_prefetcher.hpp) → upload →
+//                    forward (dropout keyed by step and micro-batch) → backward with loss
+//                    scale / k, so the gradients are the mean over micro-batches
 //   gradients to the host view (one bulk copy on a device backend: host_mirror.hpp), unless the
 //                    step ends on the backend (backend_update.hpp: no gradient or weight copies)
 //   several ranks:   mean over ranks (buckets that overlapped the last backward, or one all-reduce:
@@ -25,6 +26,7 @@
 #include "model/host_mirror.hpp"
 #include "model/model.hpp"
 #include "train/backend_update.hpp"
+#include "train/batch_prefetcher.hpp"
 #include "train/data_parallel.hpp"
 #include "train/gradient_sync.hpp"
 #include "train/instance_trace.hpp"
@@ -63,7 +65,7 @@ struct StepParts {
   RunComponents& components;
   Model& model;
   BatchStaging& staging;
-  HostBatchBuffers& buffers;
+  BatchPrefetcher& batches;  ///< the dataset's batches, read ahead in order
   HostMirror& master;  ///< host view of the flat master weights
   HostMirror& grads;   ///< host view of the flat gradients
   BackendUpdate* backend_update;  ///< the backend path, or nullptr for the host path

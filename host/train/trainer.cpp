@@ -53,6 +53,9 @@ struct Trainer::State {
   uint64_t step = 0;
   fs::path resumed_from;  // the checkpoint this run continues, empty for a fresh run
   RunControl control;
+  // The steps while run() takes them: the dataset is read ahead, so its position and any other
+  // reading go through them (batch_prefetcher.hpp).
+  const StepRunner* steps = nullptr;
 
   RankGroup group() const { return {components.communicator, components.communicator2, rank, world}; }
   Model& model() { return *setup.model; }
@@ -137,6 +140,11 @@ TrainSummary Trainer::run() {
   install_stop_handlers();
 
   StepRunner steps(c, cfg, s.step_model(), s.group());
+  s.steps = &steps;
+  struct Forget {
+    const StepRunner*& steps;
+    ~Forget() { steps = nullptr; }
+  } forget{s.steps};
 
   LogWindow window;
   const auto loop_start = Clock::now();
@@ -293,7 +301,7 @@ void Trainer::State::save_checkpoint(RunReporter& reporter, TrainSummary& summar
   state.step = step;
   state.successful_steps = c.optimizer.invoke(&loom::Optimizer::successful_steps);
   state.scaler = c.precision.invoke(&loom::Precision::state);
-  state.cursor = c.data.invoke(&loom::Dataset::cursor);
+  state.cursor = steps != nullptr ? steps->data_cursor() : c.data.invoke(&loom::Dataset::cursor);
   state.seed = settings.seed;
   state.recipe_sha256 = sha256_hex(resolved_recipe.data(), resolved_recipe.size());
   state.sdk_version = loom::kSdkVersion;
@@ -322,6 +330,9 @@ void Trainer::State::evaluate(RunReporter& reporter, TrainSummary& summary) {
   if (eval_buffers->limits().task == loom::BatchTask::span_extraction && components.tokenizer)
     squad.emplace(*components.tokenizer.get(), squad_decode_options(settings),
                   rank == 0 ? settings.run_directory() : std::filesystem::path());
+  // The training data's reader waits meanwhile: both may read through one library (HDF5).
+  const std::optional<BatchPrefetcher::Hold> held =
+      steps != nullptr ? std::optional(steps->hold_data()) : std::nullopt;
   nlohmann::json record = components.eval_data.call([&](loom::Dataset& d) {
     return host::evaluate(model(), backend(), *staging, d, *eval_buffers, settings.eval_batches, mask_id,
                           squad ? &*squad : nullptr);
