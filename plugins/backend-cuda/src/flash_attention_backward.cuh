@@ -96,15 +96,9 @@ struct KeyGrads {
 
     for (int n = 0; n < query_tiles; ++n) {
       const int buffer = n & 1;
-      if (n + 1 < query_tiles) {
-        lane::block_sync();  // the buffer tile n + 1 goes into was last read at n − 1
+      next_tile(n, query_tiles, [&] {
         stage_queries(a, shared, buffer ^ 1, b, h, bh, static_cast<int64_t>(n + 1) * kQueries, thread);
-        lane::cp_async_commit();
-        lane::cp_async_wait<1>();
-      } else {
-        lane::cp_async_wait<0>();
-      }
-      lane::block_sync();
+      });
       const S* q_tile = k_tile + (2 * kKeys + buffer * kQueries) * kD;
       const S* g_tile = k_tile + (2 * kKeys + (2 + buffer) * kQueries) * kD;
       const float* lse_tile =
@@ -113,22 +107,8 @@ struct KeyGrads {
 
       // Sᵀ = K·Qᵀ and dP̃ᵀ = V·dOᵀ for this warp's 16 keys (rows) × the tile's queries (columns).
       float st[kQueries / 8][4] = {}, dpt[kQueries / 8][4] = {};
-      LOOM_UNROLL
-      for (int ks = 0; ks < kD / 16; ++ks) {
-        uint32_t k_frag[4], v_frag[4];
-        load_a<S, kD>(k_frag, k_tile, 16 * warp, ks, lane_index);
-        load_a<S, kD>(v_frag, v_tile, 16 * warp, ks, lane_index);
-        LOOM_UNROLL
-        for (int np = 0; np < kQueries / 16; ++np) {
-          uint32_t qb[2][2], gb[2][2];
-          load_b_pair_rows_n<S, kD>(qb, q_tile, 16 * np, ks, lane_index);
-          load_b_pair_rows_n<S, kD>(gb, g_tile, 16 * np, ks, lane_index);
-          mma<S>(st[2 * np], k_frag, qb[0]);
-          mma<S>(st[2 * np + 1], k_frag, qb[1]);
-          mma<S>(dpt[2 * np], v_frag, gb[0]);
-          mma<S>(dpt[2 * np + 1], v_frag, gb[1]);
-        }
-      }
+      add_product_transposed<S, kD, kQueries>(st, k_tile, 16 * warp, q_tile, lane_index);
+      add_product_transposed<S, kD, kQueries>(dpt, v_tile, 16 * warp, g_tile, lane_index);
       const int64_t i0 = static_cast<int64_t>(n) * kQueries;
       LOOM_UNROLL
       for (int nt = 0; nt < kQueries / 8; ++nt) {
@@ -156,22 +136,8 @@ struct KeyGrads {
       }
 
       // dV += P̃ᵀ·dO, dK += dSᵀ·Q (the queries are the reduction dimension).
-      LOOM_UNROLL
-      for (int kk = 0; kk < kQueries / 16; ++kk) {
-        uint32_t p_frag[4], ds_frag[4];
-        accumulators_to_a<S>(p_frag, st[2 * kk], st[2 * kk + 1]);
-        accumulators_to_a<S>(ds_frag, dpt[2 * kk], dpt[2 * kk + 1]);
-        LOOM_UNROLL
-        for (int dp = 0; dp < kD / 16; ++dp) {
-          uint32_t gb[2][2], qb[2][2];
-          load_b_pair_rows_k<S, kD>(gb, g_tile, 16 * kk, 2 * dp, lane_index);
-          load_b_pair_rows_k<S, kD>(qb, q_tile, 16 * kk, 2 * dp, lane_index);
-          mma<S>(dv[2 * dp], p_frag, gb[0]);
-          mma<S>(dv[2 * dp + 1], p_frag, gb[1]);
-          mma<S>(dk[2 * dp], ds_frag, qb[0]);
-          mma<S>(dk[2 * dp + 1], ds_frag, qb[1]);
-        }
-      }
+      add_product<S, kD, kQueries>(dv, st, g_tile, lane_index);
+      add_product<S, kD, kQueries>(dk, dpt, q_tile, lane_index);
     }
 
     LOOM_UNROLL
@@ -231,37 +197,17 @@ struct QueryGrads {
 
     for (int n = 0; n < key_tiles; ++n) {
       const int buffer = n & 1;
-      if (n + 1 < key_tiles) {
-        lane::block_sync();
+      next_tile(n, key_tiles, [&] {
         const int64_t next = static_cast<int64_t>(n + 1) * kKeys;
         stage_tile<S, kD, kKeys, kThreads>(k_tiles + (buffer ^ 1) * kKeys * kD, a.k, b, h, next, T, thread);
         stage_tile<S, kD, kKeys, kThreads>(v_tiles + (buffer ^ 1) * kKeys * kD, a.v, b, h, next, T, thread);
-        lane::cp_async_commit();
-        lane::cp_async_wait<1>();
-      } else {
-        lane::cp_async_wait<0>();
-      }
-      lane::block_sync();
+      });
       const S* k_tile = k_tiles + buffer * kKeys * kD;
       const S* v_tile = v_tiles + buffer * kKeys * kD;
 
       float s[kKeys / 8][4] = {}, dp[kKeys / 8][4] = {};
-      LOOM_UNROLL
-      for (int ks = 0; ks < kD / 16; ++ks) {
-        uint32_t q_frag[4], g_frag[4];
-        load_a<S, kD>(q_frag, q_tile, 16 * warp, ks, lane_index);
-        load_a<S, kD>(g_frag, g_tile, 16 * warp, ks, lane_index);
-        LOOM_UNROLL
-        for (int np = 0; np < kKeys / 16; ++np) {
-          uint32_t kb[2][2], vb[2][2];
-          load_b_pair_rows_n<S, kD>(kb, k_tile, 16 * np, ks, lane_index);
-          load_b_pair_rows_n<S, kD>(vb, v_tile, 16 * np, ks, lane_index);
-          mma<S>(s[2 * np], q_frag, kb[0]);
-          mma<S>(s[2 * np + 1], q_frag, kb[1]);
-          mma<S>(dp[2 * np], g_frag, vb[0]);
-          mma<S>(dp[2 * np + 1], g_frag, vb[1]);
-        }
-      }
+      add_product_transposed<S, kD, kKeys>(s, q_tile, 16 * warp, k_tile, lane_index);
+      add_product_transposed<S, kD, kKeys>(dp, g_tile, 16 * warp, v_tile, lane_index);
       const int64_t j0 = static_cast<int64_t>(n) * kKeys;
       LOOM_UNROLL
       for (int nt = 0; nt < kKeys / 8; ++nt) {
@@ -288,18 +234,7 @@ struct QueryGrads {
       }
 
       // dQ += dS·K (the keys are the reduction dimension).
-      LOOM_UNROLL
-      for (int kk = 0; kk < kKeys / 16; ++kk) {
-        uint32_t ds_frag[4];
-        accumulators_to_a<S>(ds_frag, s[2 * kk], s[2 * kk + 1]);
-        LOOM_UNROLL
-        for (int dpair = 0; dpair < kD / 16; ++dpair) {
-          uint32_t kb[2][2];
-          load_b_pair_rows_k<S, kD>(kb, k_tile, 16 * kk, 2 * dpair, lane_index);
-          mma<S>(dq[2 * dpair], ds_frag, kb[0]);
-          mma<S>(dq[2 * dpair + 1], ds_frag, kb[1]);
-        }
-      }
+      add_product<S, kD, kKeys>(dq, s, k_tile, lane_index);
     }
 
     LOOM_UNROLL

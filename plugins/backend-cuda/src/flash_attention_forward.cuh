@@ -62,17 +62,11 @@ struct Forward {
 
     for (int n = 0; n < key_tiles; ++n) {
       const int buffer = n & 1;
-      if (n + 1 < key_tiles) {
-        lane::block_sync();  // every warp is done with the buffer tile n + 1 goes into (read at n − 1)
+      next_tile(n, key_tiles, [&] {
         const int64_t next = static_cast<int64_t>(n + 1) * kKeys;
         stage_tile<S, kD, kKeys, kThreads>(k_tiles + (buffer ^ 1) * kKeys * kD, a.k, b, h, next, T, thread);
         stage_tile<S, kD, kKeys, kThreads>(v_tiles + (buffer ^ 1) * kKeys * kD, a.v, b, h, next, T, thread);
-        lane::cp_async_commit();
-        lane::cp_async_wait<1>();  // tile n (and Q) arrived; tile n + 1 may still be in flight
-      } else {
-        lane::cp_async_wait<0>();
-      }
-      lane::block_sync();
+      });
       if (n == 0) {
         LOOM_UNROLL
         for (int ks = 0; ks < kD / 16; ++ks) load_a<S, kD>(q_frag[ks], q_tile, 16 * warp, ks, lane_index);
@@ -93,18 +87,7 @@ struct Forward {
       }
       online_softmax(a, s, m, l, o, static_cast<int64_t>(n) * kKeys, b, bh, row, lane_index);
 
-      LOOM_UNROLL
-      for (int kk = 0; kk < kKeys / 16; ++kk) {
-        uint32_t p_frag[4];
-        accumulators_to_a<S>(p_frag, s[2 * kk], s[2 * kk + 1]);
-        LOOM_UNROLL
-        for (int dp = 0; dp < kD / 16; ++dp) {
-          uint32_t vb[2][2];
-          load_b_pair_rows_k<S, kD>(vb, v_tile, 16 * kk, 2 * dp, lane_index);
-          mma<S>(o[2 * dp], p_frag, vb[0]);
-          mma<S>(o[2 * dp + 1], p_frag, vb[1]);
-        }
-      }
+      add_product<S, kD, kKeys>(o, s, v_tile, lane_index);
     }
 
     LOOM_UNROLL

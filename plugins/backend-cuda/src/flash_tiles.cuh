@@ -150,6 +150,60 @@ LOOM_LANE_FN void mma(float acc[4], const uint32_t a[4], const uint32_t b[2]) {
   lane::mma_16816<S>(acc, a, b, acc);
 }
 
+/// acc (16 × kN) += rows [row0, row0 + 16) of a_tile · (rows [0, kN) of b_tile)ᵀ over all kD
+/// columns: S = Q·Kᵀ and its kin, with both operands in shared memory.
+template <typename S, int kD, int kN>
+LOOM_LANE_FN void add_product_transposed(float acc[kN / 8][4], const S* a_tile, int row0, const S* b_tile,
+                                         int lane_index) {
+  LOOM_UNROLL
+  for (int ks = 0; ks < kD / 16; ++ks) {
+    uint32_t a[4];
+    load_a<S, kD>(a, a_tile, row0, ks, lane_index);
+    LOOM_UNROLL
+    for (int np = 0; np < kN / 16; ++np) {
+      uint32_t b[2][2];
+      load_b_pair_rows_n<S, kD>(b, b_tile, 16 * np, ks, lane_index);
+      lane::mma_16816<S>(acc[2 * np], a, b[0], acc[2 * np]);
+      lane::mma_16816<S>(acc[2 * np + 1], a, b[1], acc[2 * np + 1]);
+    }
+  }
+}
+
+/// acc (16 × kD) += P · rows [0, kK) of tile, where P (16 × kK) is this warp's f32 accumulator
+/// fragments, rounded to S for the mma: P̃·V and its kin.
+template <typename S, int kD, int kK>
+LOOM_LANE_FN void add_product(float acc[kD / 8][4], const float p[kK / 8][4], const S* tile, int lane_index) {
+  LOOM_UNROLL
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    uint32_t a[4];
+    accumulators_to_a<S>(a, p[2 * kk], p[2 * kk + 1]);
+    LOOM_UNROLL
+    for (int dp = 0; dp < kD / 16; ++dp) {
+      uint32_t b[2][2];
+      load_b_pair_rows_k<S, kD>(b, tile, 16 * kk, 2 * dp, lane_index);
+      lane::mma_16816<S>(acc[2 * dp], a, b[0], acc[2 * dp]);
+      lane::mma_16816<S>(acc[2 * dp + 1], a, b[1], acc[2 * dp + 1]);
+    }
+  }
+}
+
+/// One step of a double-buffered tile loop, called by every thread at the top of iteration n of
+/// `tiles`: stages tile n + 1 into the other buffer (`stage_next`, which issues cp.async copies;
+/// after a barrier, since that buffer was read at n − 1) and waits until tile n has arrived and is
+/// visible to the whole block.
+template <typename StageNext>
+LOOM_LANE_FN void next_tile(int n, int tiles, StageNext&& stage_next) {
+  if (n + 1 < tiles) {
+    lane::block_sync();
+    stage_next();
+    lane::cp_async_commit();
+    lane::cp_async_wait<1>();  // tile n arrived; tile n + 1 may still be in flight
+  } else {
+    lane::cp_async_wait<0>();
+  }
+  lane::block_sync();
+}
+
 /// Row (within the 16-row tile) and column (within the 8-column tile) of accumulator element r.
 LOOM_LANE_FN int fragment_row(int lane_index, int r) {
   return (lane_index >> 2) + 8 * (r >> 1);
