@@ -83,10 +83,10 @@ Tally masked_lm_tally(const Model& model, loom::Backend& backend, const HostBatc
   if (static_cast<size_t>(logits.shape[0]) != labels.size())
     throw std::runtime_error("masked_prediction_logits has " + std::to_string(logits.shape[0]) +
                              " rows, the batch " + std::to_string(labels.size()) + " labelled positions");
-  // In host memory the logits are read where they lie: copying [masked rows × vocabulary] floats
-  // first would cost a training run's log step several times what the argmax does.
-  if (breakdown == nullptr && logits.dtype == loom::DType::f32 && logits.ndim == 2 && logits.is_contiguous() &&
-      host_addressable(backend))
+  // In host memory the logits are read where they lie rather than copied first, only to be read
+  // once: [masked rows × vocabulary] floats, 73 MB at batch 32 × seq 128, on every log step.
+  if (breakdown == nullptr && logits.dtype == loom::DType::f32 && logits.ndim == 2 &&
+      logits.is_contiguous() && host_addressable(backend))
     return argmax_tally(static_cast<const float*>(logits.data), logits.shape[1], labels);
   const std::vector<float> host = rows_to_host(backend, logits);
   if (breakdown != nullptr)

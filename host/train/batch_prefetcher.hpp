@@ -29,9 +29,9 @@
 #include <thread>
 #include <vector>
 
+#include "loom/sdk/dataset.hpp"
 #include "model/host_batch_buffers.hpp"
 #include "plugins/component.hpp"
-#include "loom/sdk/dataset.hpp"
 
 namespace loom::host {
 
@@ -96,7 +96,7 @@ class BatchPrefetcher {
   bool reading_ = false;  // the thread is inside the dataset
   bool failed_ = false;   // the dataset threw: nothing more is read
   bool stop_ = false;
-  std::thread thread_;    // last: started once everything above exists
+  std::thread thread_;  // last: started once everything above exists
 };
 
 }  // namespace loom::host

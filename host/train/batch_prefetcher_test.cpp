@@ -28,17 +28,20 @@ constexpr int32_t kBatch = 4, kSeq = 8;
 // read slowly, and records which threads call it.
 class CountingDataset final : public loom::Dataset {
  public:
-  uint64_t fail_at = UINT64_MAX;        // next_batch call that throws
-  bool io_error = false;                // throw loom::IoError instead of std::runtime_error
-  std::chrono::milliseconds delay{0};   // per batch
+  uint64_t fail_at = UINT64_MAX;       // next_batch call that throws
+  bool io_error = false;               // throw loom::IoError instead of std::runtime_error
+  std::chrono::milliseconds delay{0};  // per batch
   std::atomic<uint64_t> calls{0};
   std::atomic<bool> sigint_blocked{true};  // in every call so far
   std::thread::id caller;
 
   void open(const loom::DatasetSetup&) override {}
   loom::BatchLimits limits() const override {
-    return {.task = loom::BatchTask::classification, .batch_size = kBatch, .max_seq_length = kSeq,
-            .max_predictions = 0, .num_labels = 3};
+    return {.task = loom::BatchTask::classification,
+            .batch_size = kBatch,
+            .max_seq_length = kSeq,
+            .max_predictions = 0,
+            .num_labels = 3};
   }
   uint64_t size() const override { return kInstances; }
   uint64_t rank_size() const override { return kInstances; }
@@ -106,7 +109,8 @@ Batch values(const HostBatch& b, const loom::BatchShape& shape, const std::vecto
 }
 
 // `count` batches read one by one from the start (or `from`), with the cursor after each.
-std::vector<std::pair<Batch, loom::DatasetCursor>> synchronous(size_t count, loom::DatasetCursor from = {0, 0}) {
+std::vector<std::pair<Batch, loom::DatasetCursor>> synchronous(size_t count,
+                                                               loom::DatasetCursor from = {0, 0}) {
   CountingDataset d;
   d.seek(from);
   HostBatchBuffers buffers(d.limits());
@@ -140,7 +144,8 @@ TEST(BatchPrefetcher, ReadsAheadOnItsOwnThreadAndTheCursorIsWhatWasTaken) {
   EXPECT_EQ(prefetcher.cursor().position, 0u);  // nothing taken yet
   (void)prefetcher.take();
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (f.dataset->calls < 3 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  while (f.dataset->calls < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
   std::this_thread::sleep_for(20ms);
   EXPECT_EQ(f.dataset->calls.load(), 3u);  // the batch taken and two ahead, no more
   EXPECT_NE(f.dataset->caller, std::this_thread::get_id());
@@ -183,7 +188,7 @@ TEST(BatchPrefetcher, ADatasetErrorReachesTheCallerAtItsBatchWithItsMessage) {
   }
   EXPECT_EQ(prefetcher.cursor().position, 20u);  // the last batch that was read
   std::this_thread::sleep_for(20ms);
-  EXPECT_EQ(f.dataset->calls.load(), 6u);  // nothing read after the error
+  EXPECT_EQ(f.dataset->calls.load(), 6u);                   // nothing read after the error
   EXPECT_THROW((void)prefetcher.take(), std::logic_error);  // and no wait for ever
 }
 
@@ -213,7 +218,8 @@ TEST(BatchPrefetcher, AHoldPausesReadingAndLetsTheCallerUseTheDataset) {
   BatchPrefetcher prefetcher(f.data, f.dataset->limits(), 2);
   (void)prefetcher.take();
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (f.dataset->calls < 3 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  while (f.dataset->calls < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
   {
     const BatchPrefetcher::Hold held = prefetcher.hold();
     const uint64_t before = f.dataset->calls;
