@@ -2,10 +2,11 @@
 # measure.sh OUT N LABEL=LOOM...: N rounds; in each, for every LABEL in turn, `loom run` then
 # `loom bench` on recipe.toml (60 steps logged every 10; bench 30 timed + 30 untimed steps after 3
 # warm-up steps of each kind). Raw outputs under OUT/LABEL/, the load average before each command
-# in OUT/LABEL/load.txt. Both run at nice -15, ahead of the other jobs on the machine.
+# in OUT/LABEL/load.txt (OUT absolute). Both run at nice -15, ahead of the other jobs on the machine.
 set -u
 out=$1; n=$2; shift 2
 here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/../../.."  # the recipe names the vocabulary and model config relative to the repository root
 for i in $(seq 1 "$n"); do
   for pair in "$@"; do
     label=${pair%%=*}; loom=${pair#*=}; dir=$out/$label; mkdir -p "$dir"
