@@ -17,42 +17,22 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-printf 'label\ttext\n' > "$work/three.tsv"
-for i in 1 2 3 4 5 6 7 8; do
-  printf '%s\tsentence number %s of the profile test\n' "$(echo a b c | cut -d' ' -f$(( (i - 1) % 3 + 1 )))" "$i" >> "$work/three.tsv"
-done
+source "$(dirname "$0")/micro_classifier.sh"
+micro_classifier_data
 recipe() { # name backend fused-attention
-  cat > "$work/$1.toml" <<TOML
-[run]
-name = "$1"
-seed = 3
+  {
+    micro_classifier_recipe "$1" 3
+    cat <<TOML
 
 [backend]
 component = "$2"
 threads = 1
 $([ "$2" = cpu ] && echo "fused_attention = $3")
 
-[tokenizer]
-component = "wordpiece"
-vocab = "$src/plugins/wordpiece/tests/data/bert-base-uncased-vocab.txt"
-
-[data]
-component = "text-classification"
-file = "$work/three.tsv"
-max_seq_length = 32
-batch_size = 4
-
-[model]
-config = "$src/tests/fixtures/train/micro-bert.json"
-blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.classifier-head"]
-
-[optimizer]
-component = "adamw"
-lr = 1e-3
-
 [schedule]
 component = "constant"
 TOML
+  } > "$work/$1.toml"
 }
 recipe fused cpu true
 recipe unfused cpu false
