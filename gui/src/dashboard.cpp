@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "message_fields.hpp"
 #include "metrics/metrics_log.hpp"
 #include "plot_table.hpp"
 #include "smoothing.hpp"
@@ -105,7 +106,7 @@ void Dashboard::draw_run_panel() {
     return;
   }
   const uint64_t total = history_.total_steps();
-  ImGui::Text("name        %s", hello.value("run", std::string("?")).c_str());
+  ImGui::Text("name        %s", text_field(hello, "run", "?").c_str());
   ImGui::Text("step        %llu / %s", static_cast<unsigned long long>(history_.last_step),
               total > 0 ? std::to_string(total).c_str() : "?");
   if (total > 0) ImGui::ProgressBar(static_cast<float>(history_.last_step) / static_cast<float>(total), {-1, 0});
@@ -122,14 +123,15 @@ void Dashboard::draw_run_panel() {
                                                  static_cast<double>(total - history_.last_step));
   }
   ImGui::Text("ETA         %s", eta.c_str());
-  ImGui::Text("precision   %s", hello.value("precision", std::string("?")).c_str());
+  ImGui::Text("precision   %s", text_field(hello, "precision", "?").c_str());
   const auto world = hello.find("world_size");
   ImGui::Text("world size  %s", world != hello.end() && world->is_number() ? world->dump().c_str() : "?");
   ImGui::Text("records     %llu%s", static_cast<unsigned long long>(history_.records),
               history_.dropped > 0 ? fmt::format(" ({} dropped: slow reader)", history_.dropped).c_str() : "");
-  if (hello.contains("recipe") && ImGui::TreeNode("resolved recipe")) {
+  const auto recipe = hello.find("recipe");
+  if (recipe != hello.end() && recipe->is_string() && ImGui::TreeNode("resolved recipe")) {
     ImGui::BeginChild("recipe", {0, 220}, true, ImGuiWindowFlags_HorizontalScrollbar);
-    ImGui::TextUnformatted(hello["recipe"].get_ref<const std::string&>().c_str());
+    ImGui::TextUnformatted(recipe->get_ref<const std::string&>().c_str());
     ImGui::EndChild();
     ImGui::TreePop();
   }

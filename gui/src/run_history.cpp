@@ -1,8 +1,11 @@
 // Building a RunHistory from protocol messages; see run_history.hpp.
 #include "run_history.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "message_fields.hpp"
 
 namespace loom::dash {
 namespace {
@@ -16,21 +19,21 @@ double number(const nlohmann::json& value) {
 
 void RunHistory::ingest(const nlohmann::json& message, double now) {
   if (!message.is_object()) return;
-  const std::string type = message.value("type", "");
+  const std::string type = text_field(message, "type", "");
   if (type == "hello") {
     *this = RunHistory{};
     hello = message;
-    last_step = message.value("step", uint64_t{0});
+    last_step = count_field(message, "step");
     return;
   }
   if (type == "dropped") {
-    dropped += message.value("count", uint64_t{0});
+    dropped += count_field(message, "count");
     return;
   }
   if (type == "ack" || type == "error") {
-    messages.push_back(type == "ack" ? "ack: " + message.value("command", std::string("?")) + " at step " +
-                                           std::to_string(message.value("step", uint64_t{0}))
-                                     : "error: " + message.value("message", std::string("?")));
+    messages.push_back(type == "ack" ? "ack: " + text_field(message, "command", "?") + " at step " +
+                                           std::to_string(count_field(message, "step"))
+                                     : "error: " + text_field(message, "message", "?"));
     return;
   }
   if (type == "end") {
@@ -47,7 +50,7 @@ void RunHistory::ingest(const nlohmann::json& message, double now) {
   if (type != "train" && type != "eval") return;
   ++records;
   last_record_seconds = now;
-  last_step = std::max<uint64_t>(last_step, step_field->get<uint64_t>());
+  last_step = std::max(last_step, count_of(*step_field));
   const auto keep = [&](const char* field) {
     const auto value = message.find(field);
     if (value != message.end()) series[field].add(step, number(*value));
@@ -72,7 +75,7 @@ void RunHistory::ingest(const nlohmann::json& message, double now) {
 }
 
 uint64_t RunHistory::total_steps() const {
-  return hello.is_object() ? hello.value("total_steps", uint64_t{0}) : 0;
+  return count_field(hello, "total_steps");
 }
 
 }  // namespace loom::dash

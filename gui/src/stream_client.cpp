@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "message_fields.hpp"
 #include "metrics/metrics_stream_credentials.hpp"
 
 namespace loom::dash {
@@ -121,11 +122,12 @@ void StreamClient::read() {
     std::getline(in, line);
     auto message = nlohmann::json::parse(line, nullptr, false);
     if (!message.is_discarded()) {
-      if (message.value("type", "") == "end") ended_ = true;
-      if (message.value("type", "") == "error") {
+      const std::string type = text_field(message, "type", "");
+      if (type == "end") ended_ = true;
+      if (type == "error") {
         refused_ = true;
         const std::string note = current_.token.empty() ? " (" + current_.token_note + ")" : "";
-        inbox_.set_status("refused by the run: " + message.value("message", std::string("?")) + note);
+        inbox_.set_status("refused by the run: " + text_field(message, "message", "?") + note);
       }
       inbox_.push(std::move(message));
     }
