@@ -5,7 +5,9 @@
 // `call` is the guard every host→plugin call goes through: whatever the plugin throws becomes a
 // host PluginError naming the plugin and the component, raised while the library is still mapped;
 // a loom::IoError (a data file that is missing or malformed: the user's input, not a failure of
-// the run) becomes an InputError instead, which `loom` reports with exit code 2. A host error
+// the run) becomes an InputError instead, and a loom::ConfigError (options that cannot work
+// together with the data or the vocabulary, found when they meet) a RecipeError, both of which
+// `loom` reports with exit code 2, as it does when create() finds them. A host error
 // (InputError, PluginError, RecipeError, FileWriteError) raised by host code the body runs — an
 // evaluation pass inside a dataset's call, a nested component's call — passes unchanged: it
 // already names its source, and a second prefix would name the wrong one.
@@ -52,6 +54,8 @@ class Component {
       throw;
     } catch (const loom::IoError& e) {
       throw InputError("plugin '" + plugin_ + "', component " + name_ + ": " + e.what());
+    } catch (const loom::ConfigError& e) {
+      throw RecipeError("plugin '" + plugin_ + "', component " + name_ + ": " + e.what());
     } catch (const std::exception& e) {
       throw PluginError("plugin '" + plugin_ + "', component " + name_ + ": " + e.what());
     } catch (...) {

@@ -149,6 +149,10 @@ std::shared_ptr<void> PluginRegistry::create_object(const ComponentEntry& entry,
     loom::write_error(&error, "create threw an exception across the C boundary");
   }
   if (status == LOOM_E_INVALID_CONFIG) throw RecipeError(split_lines(message));
+  // A file the options name is missing or malformed (an empty vocabulary): the user's input, exit 2.
+  if (status == LOOM_E_IO)
+    throw InputError(fmt::format("plugin '{}', component {}: {}", entry.plugin->name(), entry.full_name(),
+                                 message[0] ? message : "no message"));
   if (status != LOOM_OK || object == nullptr)
     throw PluginError(fmt::format("plugin '{}', component {}: create failed ({}): {}", entry.plugin->name(),
                                   entry.full_name(), loom::status_name(status),
