@@ -13,14 +13,16 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "files/atomic_file.hpp"
+#include "files/sha256.hpp"
 #include "prep/corpus_formatter.hpp"
 #include "prep/pretraining_instances.hpp"
 #include "prep/pretraining_shard_writer.hpp"
 #include "prep/python_random.hpp"
-#include "files/atomic_file.hpp"
-#include "files/sha256.hpp"
+#include "recipe/errors.hpp"
 
 namespace fs = std::filesystem;
 
@@ -74,10 +76,18 @@ std::vector<fs::path> input_files(const std::vector<std::string>& inputs) {
   return files;
 }
 
-MaskingVocabulary masking_vocabulary(const loom::Tokenizer& tokenizer) {
+// `vocab_path`: the file, named in the error (a vocabulary without one of them is the user's input).
+MaskingVocabulary masking_vocabulary(const loom::Tokenizer& tokenizer, const std::string& vocab_path) {
   const loom::SpecialTokenIds special = tokenizer.special_token_ids();
-  if (special.cls < 0 || special.sep < 0 || special.mask < 0)
-    throw std::runtime_error("the vocabulary lacks [CLS], [SEP] or [MASK]");
+  std::vector<std::string> lacking;
+  if (special.cls < 0) lacking.emplace_back("[CLS]");
+  if (special.sep < 0) lacking.emplace_back("[SEP]");
+  if (special.mask < 0) lacking.emplace_back("[MASK]");
+  if (!lacking.empty())
+    throw InputError(
+        fmt::format("{}: the vocabulary has no {} token; pre-training instances need [CLS], [SEP] "
+                    "and [MASK] (--vocab)",
+                    vocab_path, fmt::join(lacking, ", ")));
   MaskingVocabulary vocab{tokenizer.vocab_size(), special.cls, special.sep, special.mask, {}};
   vocab.is_continuation.resize(static_cast<size_t>(vocab.vocab_size));
   for (int32_t id = 0; id < vocab.vocab_size; ++id)
@@ -122,6 +132,8 @@ nlohmann::json arguments_json(const PrepOptions& o, int32_t shards, int32_t thre
 PrepSummary prep_pretraining(const PrepOptions& options, const loom::Tokenizer& tokenizer,
                              const std::function<void(const std::string&)>& progress) {
   check_options(options);
+  // Before the output folder is touched: a refused vocabulary leaves an earlier prep's shards whole.
+  const MaskingVocabulary vocab = masking_vocabulary(tokenizer, options.vocab);
   const auto start = std::chrono::steady_clock::now();
   auto say = [&](const std::string& line) {
     if (progress) progress(line);
@@ -160,7 +172,6 @@ PrepSummary prep_pretraining(const PrepOptions& options, const loom::Tokenizer& 
   say(fmt::format("prep: {} documents, {} sentences, {} tokens; {} repeated lines removed (duplicates.tsv)",
                   report.documents, report.sentences, report.tokens, report.duplicate_lines_removed));
 
-  const MaskingVocabulary vocab = masking_vocabulary(tokenizer);
   const MaskingOptions masking{options.max_seq_length,    options.max_predictions, options.masked_lm_prob,
                                options.short_seq_prob,    options.mask_ratio,      options.random_ratio,
                                options.whole_word_masking};

@@ -142,6 +142,12 @@ size_t WordpieceTokenizer::encode(const char* a, size_t a_length, const char* b,
 size_t WordpieceTokenizer::encode_ids(const int32_t* a, size_t a_count, const int32_t* b, size_t b_count,
                                       const EncodeOptions& options, const EncodedBuffers& out) const {
   static const int32_t kNone = 0;
+  // The vocabulary is the user's file: name it and the token it lacks (exit 2 through the host).
+  if (specials_.cls < 0 || specials_.sep < 0)
+    throw loom::IoError(
+        (settings_.vocab_path.empty() ? std::string("the vocabulary") : settings_.vocab_path) + ": has no " +
+        (specials_.cls < 0 ? "[CLS]" : "[SEP]") +
+        " token; encoding a text or a pair ([CLS] a [SEP] b [SEP]) needs [CLS] and [SEP]");
   // A pair whose second sequence is empty is still a pair: keep b non-null.
   const int32_t* second = b != nullptr && b_count == 0 ? &kNone : b;
   return encode_sequences(a, a_count, second, b_count, options,
