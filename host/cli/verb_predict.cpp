@@ -44,9 +44,13 @@ std::vector<std::string> split_tabs(const std::string& line) {
   return out;
 }
 
+// The texts to predict: the user's file, so every problem is an InputError naming it (exit 2).
 std::vector<Example> read_examples(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw host::InputError(path + ": is a folder, not a file of texts (--input)");
   std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot be read");
+  if (!in) throw host::InputError(path + ": cannot be read (--input)");
   std::vector<Example> examples;
   std::string line;
   const bool jsonl = path.size() > 6 && path.substr(path.size() - 6) == ".jsonl";
@@ -59,9 +63,12 @@ std::vector<Example> read_examples(const std::string& path) {
     if (jsonl) {
       const auto json = nlohmann::json::parse(line, nullptr, false);
       if (json.is_discarded() || !json.contains("text") || !json["text"].is_string())
-        throw std::runtime_error(
+        throw host::InputError(
             fmt::format("{}:{}: expected a JSON object with a string \"text\"", path, number));
-      examples.push_back({json["text"], json.value("text_pair", "")});
+      if (json.contains("text_pair") && !json["text_pair"].is_string() && !json["text_pair"].is_null())
+        throw host::InputError(fmt::format("{}:{}: \"text_pair\" must be a string", path, number));
+      const bool pair = json.contains("text_pair") && json["text_pair"].is_string();
+      examples.push_back({json["text"], pair ? json["text_pair"].get<std::string>() : ""});
       continue;
     }
     const auto fields = split_tabs(line);
@@ -77,7 +84,7 @@ std::vector<Example> read_examples(const std::string& path) {
     }
     Example e;
     if (static_cast<int>(fields.size()) <= text_column)
-      throw std::runtime_error(fmt::format("{}:{}: no column {}", path, number, text_column + 1));
+      throw host::InputError(fmt::format("{}:{}: no column {}", path, number, text_column + 1));
     e.text = fields[text_column];
     if (pair_column >= 0 && static_cast<int>(fields.size()) > pair_column) e.pair = fields[pair_column];
     examples.push_back(std::move(e));
@@ -224,6 +231,9 @@ void register_predict_verb(CLI::App& app, GlobalOptions& options) {
   auto squad = std::make_shared<SquadPredictArguments>();
   add_squad_predict_options(*verb, *squad);
   verb->callback([&options, args, squad, max_seq_length] {
+    std::error_code error;  // before any file in it is named as missing
+    if (!std::filesystem::is_directory(args->checkpoint, error))
+      throw host::InputError(args->checkpoint + ": no such checkpoint directory (--checkpoint)");
     if (wants_squad_prediction(args->checkpoint, *squad)) {
       if (max_seq_length->count() > 0) squad->max_seq_length = args->max_seq_length;
       predict_squad_answers(options, args->checkpoint, args->input, args->output, args->batch_size, args->threads,

@@ -1,12 +1,16 @@
 // `loom tokenize --vocab VOCAB.txt [--cased]`: each line of stdin → one JSON array of token ids
 // (no [CLS]/[SEP]), one per line, through tokenizer/wordpiece. This is the contract other tools
 // check against (tests/e2e/tokenize_hf_parity_test.sh compares it with Hugging Face).
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli_context.hpp"
+#include "recipe/errors.hpp"
 #include "wordpiece_component.hpp"
 
 namespace loom::cli {
@@ -28,6 +32,10 @@ void append_json_array(std::string& out, const std::vector<int32_t>& ids, size_t
 }
 
 void tokenize_stdin(const GlobalOptions& options, const TokenizeArguments& args) {
+  // A folder on standard input (`loom tokenize < dir`) reads as no lines: say so rather than print nothing.
+  struct stat input {};
+  if (::fstat(STDIN_FILENO, &input) == 0 && S_ISDIR(input.st_mode))
+    throw host::InputError("standard input is a folder; give the text as a file or a pipe");
   auto tokenizer = create_wordpiece(options, args.vocab, args.cased, "loom tokenize --vocab");
   tokenizer.call([&](loom::Tokenizer& t) {
     std::ios::sync_with_stdio(false);

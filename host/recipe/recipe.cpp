@@ -79,6 +79,10 @@ LoadedFile load_file(const std::string& path, std::vector<std::string>& chain,
   if (!fs::exists(path, error))
     throw RecipeError(
         fmt::format("{}{}: recipe file not found", included_from.empty() ? "" : included_from + ": ", path));
+  // The TOML reader reads a folder as an empty recipe, which `loom check` would call valid.
+  if (fs::is_directory(path, error))
+    throw RecipeError(fmt::format("{}{}: is a folder, not a recipe file",
+                                  included_from.empty() ? "" : included_from + ": ", path));
   for (const auto& open : chain) {
     if (open == canonical.string()) {
       std::string cycle;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "data_file.hpp"
 #include "loom/sdk/error.hpp"
 
 namespace loom_datasets {
@@ -90,8 +91,7 @@ std::vector<std::string> glue_task_names() {
 }
 
 std::vector<TextExample> read_glue_examples(const std::string& path, const GlueTask& task) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw loom::IoError(path + ": cannot open (data.file)");
+  std::ifstream in = open_data_file(path);
   size_t text = kColaSentence, pair = 0, label = kColaLabel, needed = kColaColumns;
   bool has_pair = false;
   std::vector<TextExample> examples;

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data_file.hpp"
+#include "json_problem.hpp"
 #include "loom/sdk/error.hpp"
 
 namespace loom_datasets {
@@ -108,13 +110,12 @@ std::string at(const std::string& where, const char* key, size_t index) {
 
 std::vector<SquadExample> read_squad_examples(const std::string& path, bool training,
                                               SquadReadReport& report) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw loom::IoError(path + ": cannot open (data.file)");
+  std::ifstream in = open_data_file(path);
   Json root;
   try {
     root = Json::parse(in);
   } catch (const Json::exception& e) {
-    throw loom::IoError(path + ": not valid JSON: " + e.what());
+    throw loom::IoError(path + ": not valid JSON" + json_parse_problem(e));
   }
   const Fields fields(path);
   if (!root.is_object() || !root.contains("data") || !root["data"].is_array())

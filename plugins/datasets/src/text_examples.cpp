@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data_file.hpp"
+#include "json_problem.hpp"
 #include "loom/sdk/error.hpp"
 
 namespace loom_datasets {
@@ -73,7 +75,10 @@ std::vector<TextExample> read_jsonl(std::ifstream& in, const std::string& path) 
     try {
       object = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
-      fail(path, number, std::string("not valid JSON: ") + e.what());
+      // One line is one document: its "line 1" is this file's line `number`.
+      std::string problem = json_parse_problem(e);
+      if (problem.rfind(" at line 1, ", 0) == 0) problem.replace(0, 12, " at ");
+      fail(path, number, "not valid JSON" + problem);
     }
     if (!object.is_object() || !object.contains("text") || !object["text"].is_string())
       fail(path, number, "expected an object with a string \"text\"");
@@ -119,8 +124,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
 
 std::vector<TextExample> read_text_examples(const std::string& path, const std::string& format,
                                             const std::string& layout) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw loom::IoError(path + ": cannot open (data.file)");
+  std::ifstream in = open_data_file(path);
   std::string chosen = format;
   if (chosen == "auto") {
     const auto ends_with = [&](const char* suffix) {
