@@ -29,6 +29,7 @@ std::vector<std::string> expand_glob(const std::string& pattern) {
 PretrainingShards::PretrainingShards(loom::ComponentContext& context) {
   loom::Options& o = context.options();
   pattern_ = o.required<std::string>("files");
+  pattern_origin_ = o.where("files");
   batch_size_ = o.get<int32_t>("batch_size", 32, loom::Range{1, 1 << 20});
   shuffle_ = o.get<bool>("shuffle", true);
   drop_last_ = o.get<bool>("drop_last", false);
@@ -69,6 +70,13 @@ void PretrainingShards::open(const loom::DatasetSetup& setup) {
     sizes.push_back(shape.instances);
     total += shape.instances;
   }
+  // Shards of a corpus too small for a held-out instance (heldout_00000.hdf5 of a small prep).
+  if (total == 0)
+    throw loom::IoError(pattern_origin_ + ": " +
+                        (files_.size() == 1 ? files_[0] + " holds"
+                                            : "the " + std::to_string(files_.size()) + " files matching \"" +
+                                                  pattern_ + "\" hold") +
+                        " no instance (a corpus too small for this split?)");
   if (max_seq_length_ != 0 && max_seq_length_ != shape_.seq_length)
     throw loom::ConfigError("data.max_seq_length = " + std::to_string(max_seq_length_) + " but " + files_[0] +
                             " holds sequences of " + std::to_string(shape_.seq_length));

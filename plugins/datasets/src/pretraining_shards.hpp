@@ -36,6 +36,7 @@ class PretrainingShards final : public BatchedDataset, public loom::DatasetVocab
 
  private:
   std::string pattern_;
+  std::string pattern_origin_;  ///< "file:line:col" of `files` in the recipe
   int32_t batch_size_;
   bool shuffle_;
   bool drop_last_;
