@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli_context.hpp"
 #include "files/file_writer.hpp"
@@ -92,6 +93,12 @@ void train(const GlobalOptions& options, const VocabTrainArguments& args) {
   });
   std::cerr << fmt::format("loom vocab train: {} files, {:.1f} MB, {} distinct words\n", files.size(),
                            static_cast<double>(bytes) / 1e6, counts.size());
+  // Text without a word (empty files, whitespace) would give a vocabulary of special tokens only.
+  if (counts.empty())
+    throw host::InputError(
+        fmt::format("--input {}: no words to learn a vocabulary from (the {} {} hold{} no text)",
+                    fmt::join(args.inputs, " "), files.size(), files.size() == 1 ? "file" : "files",
+                    files.size() == 1 ? "s" : ""));
 
   host::WordpieceTrainingStats stats;
   const std::vector<std::string> vocabulary =

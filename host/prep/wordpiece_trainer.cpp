@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "recipe/errors.hpp"
+
 namespace loom::host {
 namespace {
 
@@ -197,8 +199,8 @@ std::vector<std::string> learn_wordpiece_vocabulary(const WordCounts& counts, si
   std::vector<std::string> vocabulary = bert_special_token_layout();
   Learner learner(counts, std::max<uint64_t>(min_frequency, 1));
   const size_t fixed = vocabulary.size() + learner.alphabet_size();
-  if (size < fixed)
-    throw std::runtime_error(
+  if (size < fixed)  // the user's --size for the user's text: a usage error (exit 2)
+    throw InputError(
         fmt::format("--size {} is too small: the {} special tokens and the corpus's {} alphabet entries need "
                     "{}; raise --size",
                     size, vocabulary.size(), learner.alphabet_size(), fixed));
