@@ -161,6 +161,10 @@ std::optional<fs::path> CheckpointStore::latest() const {
 }
 
 std::string CheckpointStore::verify(const fs::path& checkpoint) {
+  return verify(checkpoint, {});
+}
+
+std::string CheckpointStore::verify(const fs::path& checkpoint, const std::vector<std::string>& files) {
   std::map<std::string, std::string> entries;
   try {
     entries = read_manifest(checkpoint);
@@ -169,6 +173,7 @@ std::string CheckpointStore::verify(const fs::path& checkpoint) {
   }
   if (entries.empty()) return "MANIFEST lists no files";
   for (const auto& [file, expected] : entries) {
+    if (!files.empty() && std::find(files.begin(), files.end(), file) == files.end()) continue;
     const fs::path path = checkpoint / file;
     if (!fs::exists(path)) return file + " is missing";
     std::string actual;

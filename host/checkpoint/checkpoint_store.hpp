@@ -47,6 +47,9 @@ class CheckpointStore {
   /// "" when every file listed in `checkpoint`'s MANIFEST exists with the recorded sha256 and no
   /// listed file is missing; otherwise a description of the first problem.
   static std::string verify(const std::filesystem::path& checkpoint);
+  /// As `verify`, for the listed `files` of the MANIFEST only (those a reader is about to use;
+  /// a file the MANIFEST does not list is not checked).
+  static std::string verify(const std::filesystem::path& checkpoint, const std::vector<std::string>& files);
 
   /// The checkpoint to resume from: `request` is "auto" (the newest; none → nullopt) or a path to
   /// a checkpoint directory. Throws std::runtime_error when it fails verification, naming the

@@ -9,11 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint/checkpoint_store.hpp"
+#include "checkpoint/safetensors.hpp"
 #include "files/atomic_file.hpp"
+#include "files/json_problem.hpp"
+#include "loom/sdk/version.hpp"
 #include "model/config_weights_check.hpp"
 #include "model/host_mirror.hpp"
-#include "checkpoint/safetensors.hpp"
-#include "loom/sdk/version.hpp"
 #include "train/finite_state.hpp"
 #include "train/optimizer_state_layout.hpp"
 
@@ -98,6 +100,15 @@ CheckpointLoadReport load_model_weights(Model& model, const fs::path& directory,
   if (!fs::exists(path))
     throw std::runtime_error(path.string() + ": no such file (is " + directory.string() +
                              " a checkpoint directory?)");
+  // A Loom checkpoint lists its files' sums: weights changed since (a flipped byte, a hand edit)
+  // would answer or train silently wrong. A Hugging Face directory has no MANIFEST and no check.
+  if (fs::exists(directory / "MANIFEST")) {
+    const std::string problem = CheckpointStore::verify(directory, {"config.json", "model.safetensors"});
+    if (!problem.empty())
+      throw std::runtime_error(fmt::format(
+          "checkpoint {} is damaged: {}; a file changed on purpose needs its new sha256 in MANIFEST",
+          directory.string(), problem));
+  }
   const SafetensorsFile weights = SafetensorsFile::open(path);
   // The config saved beside the weights must describe them, whatever model they are loaded into.
   const fs::path config = directory / "config.json";
@@ -157,8 +168,12 @@ RunState read_run_state(const fs::path& directory) {
   const fs::path path = directory / "state.json";
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path.string() + ": cannot be read");
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) throw std::runtime_error(path.string() + ": not valid JSON");
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path.string() + ": not valid JSON" + json_parse_problem(e));
+  }
   return run_state_from_json(json, path.string());
 }
 
