@@ -53,6 +53,7 @@ void register_eval_verb(CLI::App& app, GlobalOptions& options) {
     host::hand_task_labels(data, task_labels);
     const host::DatasetModel run =
         host::build_model_for_dataset(recipe, *registry, c.backend, *c.precision.get(), data, setup);
+    host::check_sequence_length(recipe, has_eval ? "eval_data" : "data", run.limits);
     if (!task_labels.names.empty())
       host::check_split_labels(data, has_eval ? "eval_data" : "data", task_labels,
                                static_cast<int32_t>(task_labels.names.size()));

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -145,6 +146,27 @@ ModelRecipe read(const Recipe& recipe, std::vector<std::string>& problems) {
   return model;
 }
 
+// A dataset's max_seq_length beyond the model's positions fails only when a row that long comes
+// (an evaluation at the end of a run, a long question): refused here, before anything runs.
+void check_sequence_lengths(const Recipe& recipe, const std::string& config_path,
+                            std::vector<std::string>& problems) {
+  int64_t positions = 0;
+  try {
+    positions = read_bert_config(config_path).max_position_embeddings;
+  } catch (const std::exception&) {
+    return;  // load_config_json reported it
+  }
+  for (const char* table : {"data", "eval_data"}) {
+    const std::string key = std::string(table) + ".max_seq_length";
+    const std::optional<int64_t> length = recipe.table()[table]["max_seq_length"].value_exact<int64_t>();
+    if (!length || *length <= positions) continue;
+    problems.push_back(fmt::format(
+        "{}: {}: {} is longer than the model's max_position_embeddings = {} ({}); use at most {}, or a "
+        "model with more positions",
+        recipe.origin(key), key, *length, positions, config_path, positions));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> ModelRecipe::expanded_blocks() const {
@@ -164,6 +186,8 @@ ModelRecipe read_model_recipe(const Recipe& recipe) {
 std::vector<std::string> check_model_recipe(const Recipe& recipe, const PluginRegistry& registry) {
   std::vector<std::string> problems;
   const ModelRecipe model = read(recipe, problems);
+  if (!model.config_path.empty() && problems.empty())
+    check_sequence_lengths(recipe, model.config_path, problems);
   for (const auto& use : model.blocks) {
     const ComponentEntry* entry = nullptr;
     try {

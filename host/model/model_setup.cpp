@@ -1,6 +1,9 @@
 // Model construction from a recipe; see model_setup.hpp.
 #include "model/model_setup.hpp"
 
+#include <optional>
+#include <string>
+
 #include <fmt/format.h>
 
 #include "loom/sdk/tokenizer.hpp"
@@ -47,6 +50,21 @@ ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry,
   setup.model = std::make_unique<Model>(registry, model_recipe.expanded_blocks(), setup.model_config, backend,
                                         compute_dtype_of(precision));
   return setup;
+}
+
+void check_sequence_length(const Recipe& recipe, const std::string& table, const loom::BatchLimits& limits) {
+  const std::string config_path = read_model_recipe(recipe).config_path;
+  const int64_t positions = read_bert_config(config_path).max_position_embeddings;
+  if (limits.max_seq_length <= positions) return;
+  const std::optional<std::string> files = recipe.table()[table]["files"].value<std::string>();
+  const std::string source =
+      files ? fmt::format("{}.files = \"{}\"", table, *files)
+            : fmt::format("{}.max_seq_length, or its default when the recipe sets none", table);
+  throw RecipeError(
+      fmt::format("[{}]: its sequences are up to {} tokens long ({}), longer than the model's "
+                  "max_position_embeddings = {} ({}); use data of at most {} tokens, or a model with more "
+                  "positions",
+                  table, limits.max_seq_length, source, positions, config_path, positions));
 }
 
 DatasetModel build_model_for_dataset(const Recipe& recipe, const PluginRegistry& registry,

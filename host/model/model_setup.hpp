@@ -36,6 +36,12 @@ ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry,
                        const Component<loom::Backend>& backend, const loom::Precision& precision,
                        const loom::BatchLimits* limits, const loom::Tokenizer* tokenizer = nullptr);
 
+/// Throws RecipeError naming `table` ("data", "eval_data"), the model config and both lengths when
+/// the dataset's batches (`limits`, after open) hold sequences longer than the config's
+/// max_position_embeddings: refused before anything runs instead of failing in the embeddings at
+/// the first such batch (shards prepared for longer sequences, a dataset's default length).
+void check_sequence_length(const Recipe& recipe, const std::string& table, const loom::BatchLimits& limits);
+
 /// A model for one dataset's batches: built for its limits, activations reserved, and the device
 /// staging and host buffers those batches need. What `loom eval` and `loom bench` set up alike.
 struct DatasetModel {

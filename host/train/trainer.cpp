@@ -219,6 +219,8 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
     eval_buffers = std::make_unique<HostBatchBuffers>(eval_limits);
   }
 
+  check_sequence_length(recipe, "data", limits);
+  if (eval_buffers) check_sequence_length(recipe, "eval_data", eval_buffers->limits());
   setup = build_model(recipe, registry, c.backend, *c.precision.get(), &limits, data_setup.tokenizer);
   if (limits.task == loom::BatchTask::classification) {
     // Hugging Face's label maps, so `loom predict` and BertForSequenceClassification name classes.
