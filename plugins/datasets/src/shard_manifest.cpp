@@ -27,7 +27,10 @@ bool read_record(const fs::path& manifest, Recorded& out) {
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object())
     throw loom::IoError(manifest.string() + ": not a JSON object (a loom prep pretraining manifest?)");
-  if (json.value("format", "") != "loom-pretraining-shards") return false;  // not ours: nothing to check
+  // Another program's manifest.json — no "format", another one, or one that is not even a string —
+  // is not ours: nothing to check.
+  const auto format = json.find("format");
+  if (format == json.end() || *format != "loom-pretraining-shards") return false;
   const auto bad = [&](const std::string& key, const std::string& expected) {
     throw loom::IoError(manifest.string() + ": key '" + key + "': missing or not " + expected +
                         " (run loom prep pretraining again to rewrite it)");

@@ -218,8 +218,12 @@ TEST_F(ShardChecks, AManifestNamingAnotherVocabularyIsRefused) {
       << R"({"format": "loom-pretraining-shards", "vocab": {"path": "v", "sha256": 5, "size": 366}})";
   message = read(pattern);
   EXPECT_NE(message.find("manifest.json: key 'vocab.sha256'"), std::string::npos) << message;
-  // Another program's manifest.json is not ours to check.
+  // Another program's manifest.json is not ours to check, whatever type its "format" has.
   std::ofstream(dir_ / "manifest.json") << R"({"files": ["training_0.hdf5"]})";
+  EXPECT_EQ(read(pattern), "");
+  std::ofstream(dir_ / "manifest.json") << R"({"format": {"path": "v", "sha512": 5, "size": 366}})";
+  EXPECT_EQ(read(pattern), "");
+  std::ofstream(dir_ / "manifest.json") << R"({"format": 1, "vocab": 2})";
   EXPECT_EQ(read(pattern), "");
 }
 
