@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -109,6 +110,27 @@ bool is_integer(const std::string& text) {
   return start < text.size() && text.find_first_not_of("0123456789", start) == std::string::npos;
 }
 
+// Integer labels (is_integer) in numeric order at any length: labels are text, and one past the
+// range of a 64-bit integer ("99999999999999999999") must sort, not throw out of a conversion.
+// Equal values written differently ("7", "07", "-0", "0") are ordered by their text, so the order
+// is total and the same on every run.
+bool integer_less(const std::string& a, const std::string& b) {
+  const auto magnitude = [](const std::string& text) {
+    std::string_view digits(text);
+    if (digits.front() == '-') digits.remove_prefix(1);
+    const size_t first = digits.find_first_not_of('0');
+    return first == std::string_view::npos ? std::string_view() : digits.substr(first);
+  };
+  const std::string_view x = magnitude(a), y = magnitude(b);
+  const bool x_negative = a.front() == '-' && !x.empty(), y_negative = b.front() == '-' && !y.empty();
+  if (x_negative != y_negative) return x_negative;
+  if (x != y) {
+    const bool smaller = x.size() != y.size() ? x.size() < y.size() : x < y;
+    return x_negative ? !smaller : smaller;
+  }
+  return a < b;
+}
+
 }  // namespace
 
 std::vector<std::string> split_tabs(const std::string& line) {
@@ -153,9 +175,7 @@ std::vector<std::string> label_set(const std::vector<TextExample>& examples,
   for (const auto& example : examples) distinct.insert(example.label);
   std::vector<std::string> labels(distinct.begin(), distinct.end());
   const bool numeric = std::all_of(labels.begin(), labels.end(), is_integer);
-  if (numeric)
-    std::sort(labels.begin(), labels.end(),
-              [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
+  if (numeric) std::sort(labels.begin(), labels.end(), integer_less);
   return labels;
 }
 

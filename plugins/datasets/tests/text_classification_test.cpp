@@ -1,6 +1,8 @@
 // dataset/text-classification on committed GLUE-layout TSV and JSONL files.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -128,6 +130,22 @@ TEST(TextClassification, JsonlWithOptionalPairsAndRecipeLabels) {
   EXPECT_EQ(numeric[0].label, 1);
   EXPECT_EQ(numeric[3].label_name, "10");
   EXPECT_EQ(numeric[3].label, 3);  // 0, 1, 2, 10 sorted as numbers
+}
+
+TEST(TextClassification, IntegerLabelsOfAnyLengthSortAsNumbers) {
+  // One label past a 64-bit integer's range: sorted by value like the others (it threw std::out_of_range).
+  const std::string path = ::testing::TempDir() + "loom-integer-labels.tsv";
+  std::ofstream(path) << "sentence\tlabel\na\t99999999999999999999\nb\t-5\nc\t3\nd\t-99999999999999999999\n"
+                         "e\t007\nf\t3\n";
+  const auto examples = read_all("file = \"" + path + "\"");
+  std::remove(path.c_str());
+  ASSERT_EQ(examples.size(), 6u);
+  const std::vector<std::pair<std::string, int32_t>> expected = {
+      {"99999999999999999999", 4}, {"-5", 1}, {"3", 2}, {"-99999999999999999999", 0}, {"007", 3}, {"3", 2}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(examples[i].label_name, expected[i].first);
+    EXPECT_EQ(examples[i].label, expected[i].second) << examples[i].label_name;
+  }
 }
 
 TEST(TextClassification, BadInputNamesFileAndLine) {
