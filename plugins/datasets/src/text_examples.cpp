@@ -95,7 +95,7 @@ std::vector<TextExample> read_jsonl(std::ifstream& in, const std::string& path) 
     if (label.is_string())
       example.label = label.get<std::string>();
     else if (label.is_number_integer())
-      example.label = std::to_string(label.get<int64_t>());
+      example.label = label.dump();  // its digits: get<int64_t>() would turn 2^64 - 1 into "-1"
     else
       fail(path, number, "\"label\" must be a string or an integer");
     example.line = number;

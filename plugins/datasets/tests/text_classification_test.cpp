@@ -148,6 +148,18 @@ TEST(TextClassification, IntegerLabelsOfAnyLengthSortAsNumbers) {
   }
 }
 
+TEST(TextClassification, JsonlIntegerLabelsKeepTheirDigits) {
+  const std::string path = ::testing::TempDir() + "loom-unsigned-labels.jsonl";
+  std::ofstream(path) << R"({"text": "a", "label": 18446744073709551615})" "\n"
+                      << R"({"text": "b", "label": -1})" "\n";
+  const auto examples = read_all("file = \"" + path + "\"");
+  std::remove(path.c_str());
+  ASSERT_EQ(examples.size(), 2u);
+  EXPECT_EQ(examples[0].label_name, "18446744073709551615");  // was read as "-1", the other label
+  EXPECT_EQ(examples[1].label_name, "-1");
+  EXPECT_NE(examples[0].label, examples[1].label);
+}
+
 TEST(TextClassification, BadInputNamesFileAndLine) {
   std::string message = error_of("file = \"" + data_file("malformed.tsv") + "\"");
   EXPECT_NE(message.find("malformed.tsv:3"), std::string::npos) << message;
