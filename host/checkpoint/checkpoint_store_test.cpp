@@ -132,6 +132,16 @@ TEST_F(TempRun, DamagedCheckpointIsRefusedAndThePreviousOneOffered) {
             root_ / "checkpoints" / "step-000100");
 }
 
+TEST_F(TempRun, AManifestNameThatCannotBeLookedUpIsAProblemNotAnException) {
+  CheckpointStore store(root_ / "checkpoints", 3);
+  const fs::path done = store.commit(100, [](const fs::path& dir) { write_text(dir / "state.json", "{}"); });
+  const std::string name(300, 'x');  // longer than a file name may be
+  std::ofstream(done / "MANIFEST", std::ios::app) << std::string(64, '0') << "  " << name << "\n";
+  const std::string problem = CheckpointStore::verify(done);
+  EXPECT_NE(problem.find(name + " cannot be looked up: File name too long"), std::string::npos) << problem;
+  EXPECT_THROW(store.resolve("auto"), std::runtime_error);
+}
+
 TEST_F(TempRun, NoCheckpointMeansFreshStart) {
   CheckpointStore store(root_ / "checkpoints", 3);
   EXPECT_FALSE(store.resolve("auto").has_value());
