@@ -14,6 +14,7 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/linear_bias.hpp"
 #include "loom/sdk/ops/memory_usage.hpp"
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
@@ -35,6 +36,7 @@ class CpuBackend final : public loom::Backend,
                          public loom::DeviceDescription,
                          public loom::OptimizerSteps,
                          public loom::ResidualLayerNorm,
+                         public loom::LinearBias,
                          public loom::OpProfiler,
                          public loom::MemoryUsage {
  public:
@@ -132,6 +134,11 @@ class CpuBackend final : public loom::Backend,
                                    uint64_t offset, const loom::Tensor& d_sum, const loom::Tensor& d_branch,
                                    const loom::Tensor& dgamma, const loom::Tensor& dbeta,
                                    const loom::Tensor& dbias) override;
+
+  // LinearBias (named interface; linear_bias.cpp): gemm into f32, bias_add and cast, the ops a
+  // block would run itself, so the two paths agree bit for bit.
+  void linear_bias_forward(const loom::Tensor& x, const loom::Tensor& w, const loom::Tensor& bias,
+                           const loom::Tensor& y, const loom::Tensor& scratch) override;
 
   // OptimizerSteps (named interface; optimizer_steps.cpp): the passes of plugins/optimizer-passes,
   // bit for bit what the host optimizers of plugins/optim compute.

@@ -94,6 +94,22 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const ColumnMajorGemm& p, const Key& 
              "transa");
     lt_check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b),
              "transb");
+    if (p.bias != nullptr) {
+      // An f32 bias whatever C's type: the sum is formed in f32 and rounded once, as bias_add on
+      // an f32 product followed by a cast would. The pointer is set again at every run (plans are
+      // shared by biases of one alignment); here it gives the heuristic that alignment.
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      const int32_t bias_type = CUDA_R_32F;
+      lt_check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                              sizeof epilogue),
+               "epilogue");
+      lt_check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                              sizeof bias_type),
+               "bias data type");
+      lt_check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias,
+                                              sizeof p.bias),
+               "bias pointer");
+    }
     // Stored shapes: A is m × k (k × m when transposed), B is k × n (n × k when transposed).
     plan.a = p.transpose_a ? make_layout(p.ab_type, p.k, p.m, p.lda, p.batch, p.stride_a)
                            : make_layout(p.ab_type, p.m, p.k, p.lda, p.batch, p.stride_a);
@@ -123,10 +139,14 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const ColumnMajorGemm& p, const Key& 
              "alignment preference");
     cublasLtMatmulHeuristicResult_t result{};
     int found_algorithms = 0;
-    lt_check(cublasLtMatmulAlgoGetHeuristic(handle_, plan.operation, plan.a, plan.b, plan.c, plan.c,
-                                            preference, 1, &result, &found_algorithms),
-             "cublasLtMatmulAlgoGetHeuristic");
-    if (found_algorithms == 0)
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.operation, plan.a, plan.b, plan.c,
+                                                                 plan.c, preference, 1, &result, &found_algorithms);
+    if (p.bias != nullptr && (status == CUBLAS_STATUS_NOT_SUPPORTED || found_algorithms == 0)) {
+      plan.supported = false;  // the caller falls back to the unfused ops
+    } else {
+      lt_check(status, "cublasLtMatmulAlgoGetHeuristic");
+    }
+    if (plan.supported && found_algorithms == 0)
       throw loom::Error("gemm: cuBLASLt has no algorithm for m=" + std::to_string(p.m) +
                             " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
                             " batch=" + std::to_string(p.batch),
@@ -141,8 +161,8 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const ColumnMajorGemm& p, const Key& 
   return plans_.emplace(key, plan).first->second;
 }
 
-void CublasLtGemm::run(const ColumnMajorGemm& p) {
-  const Key key = {p.ab_type,
+CublasLtGemm::Key CublasLtGemm::key_of(const ColumnMajorGemm& p) {
+  return {p.ab_type,
                    p.c_type,
                    p.compute,
                    p.transpose_a,
@@ -157,12 +177,32 @@ void CublasLtGemm::run(const ColumnMajorGemm& p) {
                    p.stride_a,
                    p.stride_b,
                    p.stride_c,
-                   0,
+                   p.bias != nullptr ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT,
                    alignment_of(p.a),
                    alignment_of(p.b),
                    alignment_of(p.c),
-                   0};
-  const Plan& plan = plan_for(p, key);
+                   p.bias != nullptr ? alignment_of(p.bias) : 0};
+}
+
+void CublasLtGemm::run(const ColumnMajorGemm& p) {
+  if (p.bias != nullptr && !run_with_bias(p))
+    throw loom::Error("gemm: cuBLASLt has no algorithm for a bias epilogue at m=" + std::to_string(p.m) +
+                          " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k),
+                      LOOM_E_UNSUPPORTED);
+  if (p.bias == nullptr) enqueue(p, plan_for(p, key_of(p)));
+}
+
+bool CublasLtGemm::run_with_bias(const ColumnMajorGemm& p) {
+  Plan& plan = plan_for(p, key_of(p));
+  if (!plan.supported) return false;
+  lt_check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias,
+                                          sizeof p.bias),
+           "bias pointer");
+  enqueue(p, plan);
+  return true;
+}
+
+void CublasLtGemm::enqueue(const ColumnMajorGemm& p, const Plan& plan) {
   lt_check(cublasLtMatmul(handle_, plan.operation, &p.alpha, p.a, plan.a, p.b, plan.b, &p.beta, p.c, plan.c,
                           p.c, plan.c, &plan.algo, workspace_, kWorkspaceBytes, stream_),
            "cublasLtMatmul");

@@ -30,6 +30,9 @@ struct ColumnMajorGemm {
   const void* b = nullptr;
   void* c = nullptr;
   float alpha = 1.0f, beta = 0.0f;
+  /// With bias (f32 [m], one per row of the column-major C): D = alpha·opA(A)·opB(B) + beta·C +
+  /// bias, added in f32 by cuBLASLt's BIAS epilogue before the one rounding to C's type.
+  const float* bias = nullptr;
 };
 
 class CublasLtGemm {
@@ -42,6 +45,10 @@ class CublasLtGemm {
 
   /// Enqueues the product on the stream. Throws loom::Error naming "gemm" and the cuBLAS status.
   void run(const ColumnMajorGemm& problem);
+  /// Enqueues a product with a bias (problem.bias set) and returns true, or returns false without
+  /// enqueueing anything when cuBLASLt offers no algorithm for its BIAS epilogue with an f32 bias
+  /// and C's type (remembered per shape: the caller then runs the unfused ops).
+  bool run_with_bias(const ColumnMajorGemm& problem);
 
   /// Distinct shapes planned so far (tests check that repeats hit the cache).
   size_t planned_shapes() const { return plans_.size(); }
@@ -57,8 +64,11 @@ class CublasLtGemm {
     cublasLtMatmulDesc_t operation = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    bool supported = true;  // false: cuBLASLt has no algorithm for this problem (bias epilogues only)
   };
+  static Key key_of(const ColumnMajorGemm& problem);
   Plan& plan_for(const ColumnMajorGemm& problem, const Key& key);
+  void enqueue(const ColumnMajorGemm& problem, const Plan& plan);
   static void destroy(Plan& plan) noexcept;
 
   CachingAllocator& allocator_;

@@ -28,12 +28,14 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/linear_bias.hpp"
 #include "loom/sdk/ops/memory_usage.hpp"
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/ops/transfer_counts.hpp"
 #include "loom_backend/argument_checks.hpp"
+#include "loom_backend/gemm_contract.hpp"
 #include "loom_backend/op_timing.hpp"
 
 // plugin.hpp brings toml++, which nvcc cannot parse: the .cu files only need the name.
@@ -47,12 +49,14 @@ using loom::DType;
 using loom_backend::ArgumentChecks;
 
 class CublasLtGemm;
+struct ColumnMajorGemm;
 
 class CudaBackend final : public loom::Backend,
                           public loom::FusedAttention,
                           public loom::DeviceDescription,
                           public loom::OptimizerSteps,
                           public loom::ResidualLayerNorm,
+                          public loom::LinearBias,
                           public loom::TransferCounter,
                           public loom::OpProfiler,
                           public loom::MemoryUsage {
@@ -151,6 +155,12 @@ class CudaBackend final : public loom::Backend,
                                    const loom::Tensor& dgamma, const loom::Tensor& dbeta,
                                    const loom::Tensor& dbias) override;
 
+  // LinearBias (named interface; gemm.cpp): one cuBLASLt product whose BIAS epilogue adds the f32
+  // bias before the one rounding to y's type; gemm, bias_add and cast where cuBLASLt has no
+  // algorithm for it.
+  void linear_bias_forward(const loom::Tensor& x, const loom::Tensor& w, const loom::Tensor& bias,
+                           const loom::Tensor& y, const loom::Tensor& scratch) override;
+
   /// Name and SM count from cudaGetDeviceProperties, the dense bf16 peak (device_peak.cpp) and
   /// the allocator's high-water mark.
   loom::DeviceInfo device_info() const override;
@@ -197,6 +207,8 @@ class CudaBackend final : public loom::Backend,
   /// cudaMalloc calls so far (the allocator's cache misses).
   uint64_t device_mallocs() const { return allocator_.device_mallocs(); }
   bool tf32() const { return tf32_; }
+  /// linear_bias_forward calls served by cuBLASLt's BIAS epilogue (the rest ran the unfused ops).
+  uint64_t fused_linear_bias_calls() const { return fused_linear_bias_calls_; }
   /// Debug mode: every op is waited for and checked before the next one starts (and before
   /// synchronize and the copies), so a device fault names the op that caused it instead of
   /// surfacing at a later synchronising call. Costs one synchronisation per op.
@@ -251,11 +263,17 @@ class CudaBackend final : public loom::Backend,
   void report_device_error(const char* where) const;
   /// Scales c by beta (or zeroes it for beta = 0): the K = 0 case of gemm. Any strides.
   void scale_strided(const loom::Tensor& c, float beta);
+  /// cuBLASLt's column-major problem for the row-major c = op(a)·op(b) of validated operands with
+  /// row strides lda, ldb, ldc (pointers, batches, alpha and beta left to the caller).
+  ColumnMajorGemm column_major(DType ab, bool transpose_a, bool transpose_b, DType c,
+                               const loom_backend::GemmProduct& product, int64_t lda, int64_t ldb,
+                               int64_t ldc) const;
 
   int device_index_ = 0;
   bool tf32_ = false;
   bool sync_check_ = false;
   bool tensor_core_attention_ = true;
+  uint64_t fused_linear_bias_calls_ = 0;
   mutable const char* unchecked_op_ = nullptr;  // sync_check: the op entered last, not yet waited for
   std::string placement_;
   loom::DeviceInfo info_{};  // filled by acquire(); the allocator's peak is read at each call

@@ -1,14 +1,20 @@
-// gemm: validation of the strided (batched) matrix views (loom_backend/gemm_contract.hpp, shared with
-// backend/cpu), then the mapping of Loom's row-major product onto cuBLASLt's column-major one.
+// gemm and linear_bias_forward (LinearBias), the two ways into cuBLASLt: validation of the strided
+// (batched) matrix views (loom_backend/gemm_contract.hpp, shared with backend/cpu), then the
+// mapping of Loom's row-major product onto cuBLASLt's column-major one.
 //
 // A row-major [R, C] matrix with row stride ld is the column-major [C, R] matrix with leading
 // dimension ld, so c = op(a)·op(b) is computed as cᵀ = op(b)ᵀ·op(a)ᵀ: cuBLASLt's A is our b (with
 // our transpose_b), its B is our a (with transpose_a), and m = N, n = M. Two batch dimensions are
 // flattened into one strided batch when every operand's strides allow it; otherwise the outer one
 // is a host loop.
+//
+// linear_bias_forward is one product with cuBLASLt's BIAS epilogue (an f32 bias added to the f32
+// sum before the one rounding to y's type); when cuBLASLt has no algorithm for that epilogue at a
+// shape, or the product is empty, it runs gemm into f32, bias_add and cast instead.
 #include "cublaslt_gemm.hpp"
 #include "cuda_backend.hpp"
 #include "loom_backend/gemm_contract.hpp"
+#include "loom_backend/linear_bias_contract.hpp"
 
 namespace loom_cuda {
 namespace {
@@ -33,13 +39,31 @@ bool merged_stride(const loom::Tensor& t, int64_t& stride) {
 
 }  // namespace
 
+ColumnMajorGemm CudaBackend::column_major(DType ab, bool transpose_a, bool transpose_b, DType c,
+                                          const loom_backend::GemmProduct& product, int64_t lda, int64_t ldb,
+                                          int64_t ldc) const {
+  ColumnMajorGemm p;
+  p.ab_type = cuda_type(ab);
+  p.c_type = cuda_type(c);
+  p.compute = ab == DType::f32 && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  p.transpose_a = transpose_b;
+  p.transpose_b = transpose_a;
+  p.m = product.n;
+  p.n = product.m;
+  p.k = product.k;
+  p.lda = ldb;
+  p.ldb = lda;
+  p.ldc = ldc;
+  return p;
+}
+
 void CudaBackend::gemm(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
                        const loom::Tensor& c, float alpha, float beta) {
   const auto check = checks("gemm");
   const loom_backend::GemmOperands stored = loom_backend::check_gemm_operands(check, a, b, c);
   const loom_backend::GemmProduct product =
       loom_backend::check_gemm_product(check, stored, a, transpose_a, b, transpose_b, c);
-  const loom_backend::StoredMatrix &sa = stored.a, &sb = stored.b, &sc = stored.c;
+  const loom_backend::StoredMatrix& sc = stored.c;
   const int64_t m = product.m, n = product.n, k = product.k;
   const int batch_dims = product.batch_dims;
   const int64_t batches = product.batches;
@@ -49,18 +73,7 @@ void CudaBackend::gemm(const loom::Tensor& a, bool transpose_a, const loom::Tens
     return;
   }
 
-  ColumnMajorGemm p;
-  p.ab_type = cuda_type(a.dtype);
-  p.c_type = cuda_type(c.dtype);
-  p.compute = a.dtype == DType::f32 && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  p.transpose_a = transpose_b;
-  p.transpose_b = transpose_a;
-  p.m = n;
-  p.n = m;
-  p.k = k;
-  p.lda = sb.ld;
-  p.ldb = sa.ld;
-  p.ldc = sc.ld;
+  ColumnMajorGemm p = column_major(a.dtype, transpose_a, transpose_b, c.dtype, product, stored.a.ld, stored.b.ld, sc.ld);
   p.alpha = alpha;
   p.beta = beta;
   const size_t ab_size = loom::dtype_size(a.dtype), c_size = loom::dtype_size(c.dtype);
@@ -98,6 +111,31 @@ void CudaBackend::gemm(const loom::Tensor& a, bool transpose_a, const loom::Tens
     p.c = static_cast<char*>(c.data) + i * outer_c * static_cast<int64_t>(c_size);
     gemm_->run(p);
   }
+}
+
+
+void CudaBackend::linear_bias_forward(const loom::Tensor& x, const loom::Tensor& w, const loom::Tensor& bias,
+                                      const loom::Tensor& y, const loom::Tensor& scratch) {
+  const auto check = checks("linear_bias_forward");
+  const loom_backend::LinearShape shape = loom_backend::check_linear_bias_forward(check, x, w, bias, y, scratch);
+  const loom_backend::GemmOperands stored = loom_backend::check_gemm_operands(check, x, w, y);
+  const loom_backend::GemmProduct product = loom_backend::check_gemm_product(check, stored, x, false, w, true, y);
+  if (shape.rows == 0 || shape.out == 0) return;
+  if (shape.in > 0) {
+    ColumnMajorGemm p = column_major(x.dtype, false, true, y.dtype, product, stored.a.ld, stored.b.ld, stored.c.ld);
+    p.a = w.data;
+    p.b = x.data;
+    p.c = y.data;
+    p.bias = static_cast<const float*>(bias.data);
+    if (gemm_->run_with_bias(p)) {
+      ++fused_linear_bias_calls_;
+      return;
+    }
+  }
+  const loom::Tensor& sum = y.dtype == DType::f32 ? y : scratch;
+  gemm(x, false, w, true, sum, 1.0f, 0.0f);
+  bias_add(sum, bias);
+  if (sum.data != y.data) cast(sum, y);
 }
 
 }  // namespace loom_cuda

@@ -10,6 +10,7 @@
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/error.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/linear_bias.hpp"
 #include "parameter_list.hpp"
 
 namespace loom_bert {
@@ -37,6 +38,7 @@ class BertBlock : public loom::Block {
     config_ = *setup.config;
     backend_ = setup.backend;
     fused_attention_ops_ = loom::find_backend_interface<loom::FusedAttention>(setup);
+    linear_bias_ = loom::find_backend_interface<loom::LinearBias>(setup);
     compute_ = setup.compute_dtype;
     index_ = setup.index;
     check_config();
@@ -120,8 +122,28 @@ class BertBlock : public loom::Block {
   /// y[N, out] = x[N, in]·Wᵀ (+ bias). x and W in the compute dtype; y f32 when there is a bias.
   void linear_forward(const loom::Tensor& x, size_t weight, const loom::Tensor& bias,
                       const loom::Tensor& y) const {
+    if (bias.defined()) {
+      linear_bias_forward(x, weight, bias, y, loom::Tensor{});
+      return;
+    }
     backend_->gemm(x, false, params_.view(weight).compute, true, y, 1.0f, 0.0f);
-    if (bias.defined()) backend_->bias_add(y, bias);
+  }
+  /// y[N, out] (f32, or 16-bit with an f32 `scratch` of its shape) = x·Wᵀ + bias, rounded once:
+  /// one op when the backend offers LinearBias, else gemm into f32, bias_add and cast.
+  void linear_bias_forward(const loom::Tensor& x, size_t weight, const loom::Tensor& bias, const loom::Tensor& y,
+                           const loom::Tensor& scratch) const {
+    linear_bias_forward(x, params_.view(weight).compute, bias, y, scratch);
+  }
+  void linear_bias_forward(const loom::Tensor& x, const loom::Tensor& w, const loom::Tensor& bias,
+                           const loom::Tensor& y, const loom::Tensor& scratch) const {
+    if (linear_bias_ != nullptr) {
+      linear_bias_->linear_bias_forward(x, w, bias, y, scratch);
+      return;
+    }
+    const loom::Tensor& sum = y.dtype == loom::DType::f32 ? y : scratch;
+    backend_->gemm(x, false, w, true, sum, 1.0f, 0.0f);
+    backend_->bias_add(sum, bias);
+    if (sum.data != y.data) backend_->cast(sum, y);
   }
   /// Gradients of linear_forward: dbias += Σ dy (f32 dy), dW += dy_cᵀ·x, and dx = dy_c·W
   /// (dx_beta 0: overwrite, 1: accumulate) when dx is given. dy_c is dy in the compute dtype.
@@ -140,6 +162,7 @@ class BertBlock : public loom::Block {
   loom::ModelConfig config_{};
   loom::Backend* backend_ = nullptr;
   loom::FusedAttention* fused_attention_ops_ = nullptr;  ///< the backend's fused attention, when offered
+  loom::LinearBias* linear_bias_ = nullptr;              ///< the backend's linear + bias op, when offered
   loom::DType compute_ = loom::DType::f32;
   int32_t index_ = 0;
   ParameterList params_;

@@ -345,25 +345,19 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
                              static_cast<char*>(region.data) + i * N * H * loom::dtype_size(region.dtype),
                              region.dtype, {N, H}, region.device);
   }
-  /// qkv (compute dtype) = x_c·[Wq; Wk; Wv]ᵀ + [bq; bk; bv], through the f32 `tmp_qkv` when 16-bit.
+  /// qkv (compute dtype) = x_c·[Wq; Wk; Wv]ᵀ + [bq; bk; bv], through the f32 `tmp_qkv` when 16-bit
+  /// and the backend does not add the bias in the GEMM.
   void project_qkv(const Tensor& x_c, const Tensor& tmp_qkv, const Tensor& qkv) const {
-    const Tensor out = reduced() ? tmp_qkv : qkv;
-    be().gemm(x_c, false, qkv_.weight_compute, true, out, 1.0f, 0.0f);
-    be().bias_add(out, qkv_.bias);
-    if (reduced()) be().cast(tmp_qkv, qkv);
+    linear_bias_forward(x_c, qkv_.weight_compute, qkv_.bias, qkv, reduced() ? tmp_qkv : Tensor{});
   }
   float attention_scale() const {
     return 1.0f / std::sqrt(static_cast<float>(config_.hidden_size / config_.num_attention_heads));
   }
-  /// out (compute dtype) = x_c·Wᵀ + b, through the f32 `tmp` when out is 16-bit (bias_add is f32).
+  /// out (compute dtype) = x_c·Wᵀ + b, through the f32 `tmp` when out is 16-bit and the backend does
+  /// not add the bias in the GEMM.
   void project(const Tensor& x_c, size_t weight, const Tensor& bias, const Tensor& tmp,
                const Tensor& out) const {
-    if (!reduced()) {
-      linear_forward(x_c, weight, bias, out);
-      return;
-    }
-    linear_forward(x_c, weight, bias, tmp);
-    be().cast(tmp, out);
+    linear_bias_forward(x_c, weight, bias, out, reduced() ? tmp : Tensor{});
   }
 
   void declare_parameters() override {

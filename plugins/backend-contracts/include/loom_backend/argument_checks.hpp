@@ -52,9 +52,13 @@ class ArgumentChecks {
   void dtype(const char* name, const loom::Tensor& t, std::initializer_list<loom::DType> dtypes) const {
     for (loom::DType d : dtypes)
       if (t.dtype == d) return;
-    std::string allowed;
-    for (loom::DType d : dtypes) allowed += (allowed.empty() ? "" : "|") + std::string(loom::dtype_name(d));
-    fail(std::string(name) + " is " + t.describe() + "; dtype must be " + allowed);
+    // Appended rather than chained with operator+, on which GCC 12 at -O3 reports a false
+    // -Wrestrict wherever this is inlined (GCC bug 105329).
+    std::string message(name);
+    message.append(" is ").append(t.describe()).append("; dtype must be ");
+    const size_t first = message.size();
+    for (loom::DType d : dtypes) message.append(message.size() > first ? "|" : "").append(loom::dtype_name(d));
+    fail(message);
   }
   /// As tensor(), for an optional argument; returns whether it is present.
   bool optional(const char* name, const loom::Tensor& t, std::initializer_list<loom::DType> dtypes) const {

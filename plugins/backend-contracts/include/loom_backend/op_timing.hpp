@@ -30,6 +30,7 @@ inline loom::OpFamily op_family(const char* op) {
   };
   static constexpr Entry kTable[] = {
       {"gemm", F::gemm},
+      {"linear_bias_forward", F::gemm},
       {"attention_forward", F::attention_forward},
       {"softmax_forward", F::attention_forward},
       {"additive_key_mask", F::attention_forward},
