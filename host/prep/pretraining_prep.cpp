@@ -151,7 +151,12 @@ PrepSummary prep_pretraining(const PrepOptions& options, const loom::Tokenizer& 
                   files.size(), static_cast<double>(input_bytes) / 1e6, shards, threads));
 
   const fs::path output(options.output);
-  fs::create_directories(output);
+  std::error_code error;
+  fs::create_directories(output, error);
+  if (!fs::is_directory(output))  // a file in its place, /proc, no permission: named, not a library message
+    throw std::runtime_error(
+        fmt::format("{}: cannot be written: {} (--output)", output.string(),
+                    fs::exists(output) ? "it is a file, not a folder" : error.message()));
   // A manifest marks a complete directory: remove the old one before changing anything.
   fs::remove(output / "manifest.json");
   const fs::path scratch = output / ".prep-spill";
