@@ -55,6 +55,8 @@ nlohmann::json questions_from_jsonl(const std::string& path) {
                                : std::to_string(number);
     paragraphs.push_back({{"context", row["context"]}, {"qas", {squad_question(id, row["question"])}}});
   }
+  // Else the SQuAD reader would name the temporary file these questions are handed over in.
+  if (paragraphs.empty()) throw host::InputError(path + ": no questions (one JSON object a line)");
   return nlohmann::json::array({{{"title", path}, {"paragraphs", paragraphs}}});
 }
 

@@ -3,6 +3,7 @@
 #include "eval/squad_score.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <unordered_map>
@@ -133,6 +134,8 @@ std::pair<double, ordered_json> best_threshold(const ordered_json& predictions, 
 }  // namespace
 
 ordered_json read_json_object(const std::string& path, const std::string& what) {
+  std::error_code error;  // a folder opens, then fails in the JSON reader with the C++ library's words
+  if (std::filesystem::is_directory(path, error)) throw InputError(path + ": is a folder, not the " + what);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open the " + what);
   ordered_json root;
