@@ -223,6 +223,9 @@ struct MetricsServer::Impl {
 
   void handle(const std::shared_ptr<Connection>& c, const ClientMessage& message) {
     if (!c->admitted) {
+      // A mistyped auth ("token": 5) is told what is wrong with it, not only that a token is needed.
+      if (message.kind == ClientMessage::Kind::invalid)
+        return refuse(c, Refusal::token, message.error + "; " + kAuthFirst);
       if (message.kind != ClientMessage::Kind::auth) return refuse(c, Refusal::token, kAuthFirst);
       if (!same_token(message.token, settings.token)) return refuse(c, Refusal::token, "wrong token");
       if (admitted_clients >= settings.max_clients)
