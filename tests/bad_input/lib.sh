@@ -13,6 +13,7 @@
 #   remanifest DIR                    rewrites a checkpoint's MANIFEST for its files as they are,
 #                                     so an edited file is refused for its content, not its sum.
 #   classifier_recipe NAME [TOML]     a tiny MRPC classifier recipe on the GLUE fixtures ($work/NAME.toml).
+#   span_recipe NAME                  a tiny SQuAD span head on three questions ($work/facts.json).
 #   finish                            prints the count and exits 1 on any failure.
 work=$(mktemp -d /tmp/loom-bad-input-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -123,6 +124,56 @@ log_every = 1
 every = 0
 keep = 1
 ${2:-}
+TOML
+}
+
+span_recipe() {
+  /usr/bin/python3 - "$work/facts.json" <<'PY'
+import json, sys
+facts = [("stark shares rose two percent last month .", "what rose ?", "stark shares"),
+         ("the cat sat on the mat on friday .", "where did the cat sit ?", "on the mat"),
+         ("initech stock jumped seven percent .", "how much did initech stock jump ?", "seven percent")]
+paragraphs = [{"context": c, "qas": [{"id": f"q{i}", "question": q,
+                                      "answers": [{"text": a, "answer_start": c.index(a)}]}]}
+              for i, (c, q, a) in enumerate(facts)]
+json.dump({"version": "1.1", "data": [{"title": "facts", "paragraphs": paragraphs}]}, open(sys.argv[1], "w"))
+PY
+  cat > "$work/$1.toml" <<TOML
+[run]
+name = "$1"
+seed = 3
+output_dir = "$work/runs"
+
+[backend]
+component = "cpu"
+threads = 1
+
+[tokenizer]
+component = "wordpiece"
+vocab = "$glue/vocab.txt"
+
+[data]
+component = "squad"
+file = "$work/facts.json"
+max_seq_length = 64
+doc_stride = 32
+max_query_length = 16
+batch_size = 8
+
+[model]
+config = "$glue/tiny-bert.json"
+blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.span-head"]
+
+[optimizer]
+component = "adamw"
+lr = 1e-3
+
+[schedule]
+component = "constant"
+
+[train]
+steps = 2
+log_every = 1
 TOML
 }
 

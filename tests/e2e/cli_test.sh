@@ -27,9 +27,6 @@ grep -q '"name": "communicator/local"' <<<"$out" || fail "plugins --json lacks c
 out=$("$loom" check "$fixtures/valid.toml" 2>&1); code=$?
 expect_code 0 $code "check valid.toml ($out)"
 
-out=$("$loom" --plugin /nonexistent/libloom-x.so plugins 2>&1); code=$?
-expect_code 3 $code "explicit missing plugin"
-
 out=$("$loom" frobnicate 2>&1); code=$?
 expect_code 2 $code "unknown verb"
 

@@ -1,23 +1,20 @@
 #!/usr/bin/python3
 """The metrics stream of a real (tiny) `loom run`, spoken to over TCP as loom-dash does.
 
-Usage: metrics_stream_test.py LOOM SOURCE_DIR protocol|stall|control
+Usage: metrics_stream_test.py LOOM SOURCE_DIR protocol|stall
   protocol  hello and records match metrics.jsonl; a late client gets the history; checkpoint-now
             writes a checkpoint; pause holds the run until resume; stop ends it cleanly (exit 0, with
-            a checkpoint); a wrong or absent token is refused and logged; beyond loopback a token is
-            required (exit 2 naming the key); `loom run --listen` works. Clients authenticate with the
-            token the run writes to its run directory (metrics_stream_auth_test.py checks who else can).
+            a checkpoint); a configured token admits its client; `loom run --listen` works. Clients
+            authenticate with the token the run writes to its run directory
+            (metrics_stream_auth_test.py checks who else can). Mistyped messages, wrong and absent
+            tokens, a pause left by a client that disconnects: tests/bad_input/control_port.py, which
+            imports this file's client.
   stall     a client that connects, authenticates and never reads costs the training loop at most 2%: measured as
             the time the training thread spends in the stream plus the stream thread's CPU time,
             over the loop's time (robust on a busy machine, unlike comparing wall times); the client
             really was stalled (records were dropped for it). Interleaved runs with and without the
             stalled client are timed too and the ratio printed.
-  control   control messages are typed: a stop with "id": "notnum", or a pause with a key control
-            messages do not have, gets an error line and the run goes on; a run paused by a client
-            that then disconnects resumes (the client still attached gets the resume's ack with its
-            reason, the run's log says so), and the run still stops cleanly on request.
-Data: scripts/fetch-data (the corpora), then a small `loom prep pretraining` like train_test.sh;
-control mode trains a tiny classifier on the GLUE fixtures instead (no download).
+Data: scripts/fetch-data (the corpora), then a small `loom prep pretraining` like train_test.sh.
 """
 import json
 import os
@@ -266,28 +263,9 @@ def protocol_test(loom, src, work):
 
 
 def token_test(loom, src, work):
-    # Beyond loopback a token is required: refused before training, naming the key.
-    open_recipe = write_recipe(src, work, "open", 10, '[metrics]\nlisten = "0.0.0.0:7070"')
-    refused = subprocess.run([loom, "check", str(open_recipe)], capture_output=True, text=True)
-    check(refused.returncode == 2 and "[metrics] token" in refused.stderr and "open.toml:" in refused.stderr,
-          f"non-loopback without a token: loom check exits 2 naming file and key: {refused.returncode} "
-          f"{refused.stderr[-300:]}")
-    flag = subprocess.run([loom, "run", str(open_recipe), "--listen", "0.0.0.0:0"], capture_output=True, text=True)
-    check(flag.returncode == 2 and "[metrics] token" in flag.stderr, f"--listen 0.0.0.0:0 without a token: {flag.stderr[-300:]}")
-
     recipe = write_recipe(src, work, "guarded", 100000, '[metrics]\nlisten = "0.0.0.0:0"\ntoken = "s3cret"')
     run = Run(loom, recipe)
     _, port = run.endpoint()
-    wrong = Client("127.0.0.1", port)
-    wrong.send({"type": "auth", "token": "guess"})
-    answer = wrong.next()
-    check(answer == {"type": "error", "message": "wrong token"}, f"a wrong token is refused: {answer}")
-    check(wrong.next() is None, "and the connection closed")
-    absent = Client("127.0.0.1", port)
-    absent.send({"type": "control", "command": "stop", "id": 1})
-    answer = absent.next()
-    check(answer["type"] == "error" and "requires a token" in answer["message"], f"no token is refused: {answer}")
-    check(absent.next() is None, "and the connection closed")
     check(run_token(work / "runs/guarded") == "s3cret", "a configured token is the one in the run directory")
     right = Client("127.0.0.1", port, token="s3cret")
     check(right.next()["type"] == "hello", "the right token gets the hello")
@@ -295,10 +273,6 @@ def token_test(loom, src, work):
     right.send({"type": "control", "command": "stop", "id": 2})
     right.until(lambda m: m["type"] == "end")
     check(run.wait() == 0, "the guarded run stopped by the admitted client exits 0")
-    check(sum("refused 127.0.0.1:" in line and "token" in line for line in run.log) == 2,
-          "both refusals are logged:\n" + "".join(run.log[-8:]))
-    statistics = run.stream_statistics()
-    check(statistics is not None and statistics["refused"] == 2, f"statistics count 2 refused: {statistics}")
 
     # `loom run --listen` on a recipe without [metrics].
     plain = write_recipe(src, work, "flagged", 30, "")
@@ -309,7 +283,7 @@ def token_test(loom, src, work):
     end = client.until(lambda m: m["type"] == "end", timeout=120)
     check(end is not None and end["step"] == 30 and end["stopped_early"] is False, f"a finished run ends: {end}")
     check(run.wait() == 0, "the --listen run exits 0")
-    print("token: wrong and absent tokens refused and logged; non-loopback without a token refused", flush=True)
+    print("token: a configured token admits its client; --listen streams", flush=True)
 
 
 def stall_test(loom, src, work):
@@ -341,117 +315,11 @@ def stall_test(loom, src, work):
           f"interleaved wall-time ratio stalled/none (best of 2 each, informational): {ratio:.3f}", flush=True)
 
 
-def write_fixture_recipe(src, work, name):
-    """A tiny MRPC classifier on the GLUE fixtures: about a millisecond a step, so it runs until stopped."""
-    glue = src / "tests/fixtures/glue"
-    recipe = work / f"{name}.toml"
-    recipe.write_text(f"""[run]
-name = "{name}"
-output_dir = "{work}/runs"
-
-[backend]
-component = "cpu"
-threads = 1
-
-[tokenizer]
-component = "wordpiece"
-vocab = "{glue}/vocab.txt"
-
-[data]
-component = "text-classification"
-task = "mrpc"
-file = "{glue}/mrpc/train.tsv"
-max_seq_length = 32
-batch_size = 8
-
-[model]
-config = "{glue}/tiny-bert.json"
-blocks = ["bert.embeddings", {{ block = "bert.encoder-layer", repeat = "num_hidden_layers" }}, "bert.classifier-head"]
-
-[optimizer]
-component = "adamw"
-lr = 1e-4
-
-[schedule]
-component = "constant"
-
-[train]
-steps = 100000000
-log_every = 20
-
-[metrics]
-listen = "127.0.0.1:0"
-""")
-    return recipe
-
-
-def drain(client, seconds):
-    """Every message that arrives within `seconds`."""
-    seen = []
-    try:
-        client.until(lambda m: False, timeout=seconds, seen=seen)
-    except (TimeoutError, socket.timeout):
-        pass
-    return seen
-
-
-def control_test(loom, src, work):
-    run = Run(loom, write_fixture_recipe(src, work, "steered"))
-    host, port = run.endpoint()
-    token = run_token(work / "runs/steered")
-    pauser = Client(host, port, token=token)
-    check(pauser.next()["type"] == "hello", "the pausing client is admitted")
-    first = pauser.until(lambda m: m["type"] == "train")
-
-    # Typed control messages: wrong types are answered with an error and never acted on.
-    for bad, reason in [({"type": "control", "command": "stop", "id": "notnum"}, '"id" must be a non-negative integer'),
-                        ({"type": "control", "command": "stop", "id": -3}, '"id" must be a non-negative integer'),
-                        ({"type": "control", "command": "pause", "id": 1, "force": True}, 'unknown key "force"'),
-                        ({"type": "control", "command": True}, "one of pause, resume, checkpoint-now, stop")]:
-        pauser.send(bad)
-        answer = pauser.until(lambda m: m["type"] in ("error", "ack", "end"))
-        check(answer["type"] == "error" and reason in answer.get("message", ""),
-              f"{json.dumps(bad)} is refused with an error naming the problem: {answer}")
-    later = pauser.until(lambda m: m["type"] in ("train", "end") and m["step"] >= first["step"] + 100)
-    check(later["type"] == "train", f"the run went on after the mistyped stop and pause: {later}")
-
-    # A pause left behind by a client that disconnects ends with it.
-    watcher = Client(host, port, token=token)
-    check(watcher.next()["type"] == "hello", "the watching client is admitted")
-    pauser.send({"type": "control", "command": "pause", "id": 7})
-    paused = pauser.until(lambda m: m["type"] == "ack")
-    check(paused["command"] == "pause" and paused["id"] == 7, f"the pause is acknowledged: {paused}")
-    seen = [m for m in drain(watcher, 0.5) if m["type"] == "train"]  # the history and records up to the pause
-    steps_before = max([m["step"] for m in seen], default=0)
-    time.sleep(1.0)
-    late = [m for m in drain(watcher, 0.5) if m["type"] == "train" and m["step"] > paused["step"]]
-    check(not late and steps_before <= paused["step"], f"paused at step {paused['step']}: no record after it: {late[:2]}")
-    pauser.socket.close()
-    resumed = watcher.until(lambda m: m["type"] == "ack", timeout=30)
-    check(resumed["command"] == "resume" and resumed["id"] is None and resumed["step"] == paused["step"]
-          and "went away" in resumed.get("reason", ""),
-          f"the client still attached is told the run resumed, and why: {resumed}")
-    goes_on = watcher.until(lambda m: m["type"] in ("train", "end") and m["step"] > paused["step"] + 40, timeout=60)
-    check(goes_on["type"] == "train", f"training goes on after the pausing client left: {goes_on}")
-    check(any(f"paused the run and went away; resumed at step {paused['step']}" in line for line in run.log),
-          "the run's log says why it resumed:\n" + "".join(run.log[-5:]))
-
-    watcher.send({"type": "control", "command": "stop", "id": 8})
-    stop = watcher.until(lambda m: m["type"] == "ack" and m["command"] == "stop", timeout=60)
-    watcher.until(lambda m: m["type"] == "end", timeout=60)
-    code = run.wait()
-    check(code == 0 and stop["id"] == 8, f"a stop still stops the run with exit 0 (got {code}): {stop}")
-    print(f"control: mistyped messages refused; paused at step {paused['step']}, resumed when its client left; "
-          f"stopped at {stop['step']}", flush=True)
-
-
 def main():
     loom, src, mode = sys.argv[1], pathlib.Path(sys.argv[2]).resolve(), sys.argv[3]
     work = pathlib.Path(tempfile.mkdtemp(prefix="loom-stream-test-"))
     try:
-        if mode == "control":
-            control_test(loom, src, work)
-        elif mode == "protocol":
+        if mode == "protocol":
             prepare_shards(loom, src, work)
             protocol_test(loom, src, work)
             token_test(loom, src, work)
