@@ -37,8 +37,9 @@ std::vector<int32_t> argmax_rows(const std::vector<float>& logits, int64_t class
 /// Argmax of each row of `logits` ([rows, classes] row-major) against `labels` (negative = skip).
 Tally argmax_tally(const std::vector<float>& logits, int64_t classes, const std::vector<int32_t>& labels);
 
-/// MLM accuracy of the last forward: masked_prediction_logits vs the batch's labelled positions;
-/// also adds the batch to `breakdown` when one is given.
+/// MLM accuracy of the last forward: the head's masked_prediction_correct (one i32 per labelled
+/// position) when it has one and no `breakdown` is asked for, else masked_prediction_logits vs the
+/// batch's labelled positions; also adds the batch to `breakdown` when one is given.
 Tally masked_lm_tally(const Model& model, loom::Backend& backend, const HostBatch& batch,
                       MaskedLmBreakdown* breakdown = nullptr);
 /// NSP accuracy of the last forward.

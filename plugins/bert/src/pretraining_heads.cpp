@@ -7,8 +7,11 @@
 //   loss       = CE_mean(logits, masked_labels) + CE_mean(nsp_logits, next_sentence_labels)
 // Logit rows are padded to Vp = vocab rounded up to 8 (aligned rows, as NVIDIA pads); the padding
 // columns are never computed nor read, and no parameter is padded (docs/decisions/vocab-padding.md).
-// Forward computes the losses only; backward recomputes the softmax while turning the logits into
-// their gradient in place, so the logits stay readable as an output until backward.
+// Forward computes the losses and, per labelled row, whether its first arg-max is its label (the
+// loss op finds the maximum anyway): output masked_prediction_correct, from which a log step's
+// masked-LM accuracy is M × 4 bytes to read instead of the [M, V] logits. Backward recomputes the
+// softmax while turning the logits into their gradient in place, so the logits stay readable as an
+// output until backward.
 #include "components.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "pooler.hpp"
@@ -59,7 +62,7 @@ class PretrainingHeads final : public PoolerHead {
       be().copy(broadcast_rows(master(decoder_bias_), M), logits);
       be().gemm(z_c, false, compute(decoder_weight_), true, logits, 1.0f, 1.0f);
       be().cross_entropy(s_.logits, batch.masked_labels, config_.vocab_size, loom::kIgnoreIndex, 1.0f,
-                         s_.mlm_loss, {}, {}, {});
+                         s_.mlm_loss, {}, {}, s_.mlm_correct);
     } else {
       be().zero(s_.mlm_loss);
     }
@@ -109,7 +112,7 @@ class PretrainingHeads final : public PoolerHead {
     }
   }
 
-  size_t output_count() const override { return 4; }
+  size_t output_count() const override { return 5; }
   loom::BlockOutput output(size_t index) const override {
     switch (index) {
       case 0:
@@ -120,6 +123,8 @@ class PretrainingHeads final : public PoolerHead {
         return {"seq_relationship_logits", s_.nsp_logits};
       case 3:
         return {"masked_prediction_logits", masked_ > 0 ? class_columns(s_.logits) : Tensor{}};
+      case 4:  // i32 [M]: 1 where the first arg-max of the row's logits is its label (cross_entropy's)
+        return {"masked_prediction_correct", masked_ > 0 ? s_.mlm_correct : Tensor{}};
     }
     throw loom::Error(name_ + ": no output " + std::to_string(index));
   }
@@ -127,7 +132,8 @@ class PretrainingHeads final : public PoolerHead {
  private:
   struct Saved {
     PoolerSaved pooler;
-    Tensor nsp_logits, nsp_loss, mlm_loss, rows, rows_c, transform, activated, mean, rstd, z, z_c, logits;
+    Tensor nsp_logits, nsp_loss, mlm_loss, rows, rows_c, transform, activated, mean, rstd, z, z_c, logits,
+        mlm_correct;
   };
   struct Scratch {
     Tensor loss, ones, d_logits_c, d_rows_a, d_rows_b, d_rows_c, d_nsp, d_nsp_c, d_pooled, d_pooled_c;
@@ -165,6 +171,7 @@ class PretrainingHeads final : public PoolerHead {
     s.z = r.take(DType::f32, {M, H});
     s.z_c = r.take_compute_copy(compute_, {M, H});
     s.logits = r.take(DType::f32, {M, padded_vocab()});
+    s.mlm_correct = r.take(DType::i32, {M});
     return s;
   }
   Scratch carve_scratch(RegionCarver& r, int64_t B, int64_t M) const {

@@ -250,6 +250,40 @@ TEST(ModelStep, InitialLossIsUniformCrossEntropy) {
   EXPECT_EQ(logits.strides[0], 56) << "logit rows are padded to a multiple of 8";
 }
 
+// masked_prediction_correct is 1 exactly where the first arg-max of a row's logits is its label:
+// the labels of two of the four rows are set to their rows' arg-max, so both verdicts occur.
+TEST(ModelStep, MaskedPredictionCorrectIsTheArgmaxAgainstTheLabel) {
+  SmallModel m(cpu_backend());
+  const int32_t positions[4] = {1, 4, 6, 9};  // the labelled positions of small_batch, in row order
+  const auto argmax_of_rows = [&] {
+    const loom::Tensor logits = m.model.output("masked_prediction_logits");
+    std::vector<int32_t> best(4, 0);
+    for (int64_t r = 0; r < 4; ++r) {
+      const float* row = static_cast<const float*>(logits.data) + r * logits.strides[0];
+      for (int64_t c = 1; c < logits.shape[1]; ++c)
+        if (row[c] > row[best[r]]) best[r] = static_cast<int32_t>(c);
+    }
+    return best;
+  };
+  m.model.forward(*m.view, {false, 0});
+  const std::vector<int32_t> best = argmax_of_rows();
+  m.batch.mlm_labels[positions[0]] = best[0];
+  m.batch.mlm_labels[positions[2]] = best[2];
+  m.batch.mlm_labels[positions[3]] = (best[3] + 1) % 53;
+  m.view = &m.staging.upload(m.batch.view());
+  m.model.forward(*m.view, {false, 0});
+  ASSERT_EQ(argmax_of_rows(), best) << "the logits do not depend on the labels";
+  const loom::Tensor correct = m.model.output("masked_prediction_correct");
+  ASSERT_EQ(correct.dtype, loom::DType::i32);
+  ASSERT_EQ(correct.shape[0], 4);
+  const int32_t* verdicts = static_cast<const int32_t*>(correct.data);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(verdicts[r], best[r] == m.batch.mlm_labels[positions[r]] ? 1 : 0) << "row " << r;
+  EXPECT_EQ(verdicts[0], 1);
+  EXPECT_EQ(verdicts[2], 1);
+  EXPECT_EQ(verdicts[3], 0);
+}
+
 TEST(ModelStep, TiedWordEmbeddingsGetTheDecoderGradient) {
   SmallModel m(cpu_backend());
   // Larger weights so every path carries gradient.
