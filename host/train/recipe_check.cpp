@@ -114,10 +114,13 @@ std::vector<std::string> check_recipe(const Recipe& recipe, const PluginRegistry
     for (const auto& [name, reader] : host_table_readers()) {
       if (table != name) continue;
       const ComponentConfig config = recipe.component_config(table);
+      // Named, not captured as a structured binding: clang before 16 (the fuzz targets' compiler)
+      // cannot capture one.
+      const HostTableReader& read_table = reader;
       auto found = problems_of([&] {
         loom::Options options(config.toml, config.origins, config.table_origin, table);
         RunSettings ignored;
-        reader(options, ignored);
+        read_table(options, ignored);
         try {
           options.finish();
         } catch (const loom::ConfigError& e) {
