@@ -1,5 +1,6 @@
 // Every op except GEMM reduces in a fixed order: its results are bit-identical for 1, 2 and 3
-// threads (cpu_backend.hpp). Shapes are large enough for every parallel path to run.
+// threads (cpu_backend.hpp), and dropout's mask is the same for any thread count. Shapes are large
+// enough for every parallel path to run. (What each op computes: tests/backend_ops.)
 #include "op_test_support.hpp"
 
 namespace {
@@ -46,6 +47,30 @@ TEST(ThreadIndependence, EveryNonGemmOpIsBitIdenticalFor1To3Threads) {
   const auto one = run_ops(1);
   EXPECT_EQ(run_ops(2), one);
   EXPECT_EQ(run_ops(3), one);
+}
+
+TEST(ThreadIndependence, SumSquaresIsTheSameForEveryThreadCount) {
+  const int64_t n = 70001;  // several chunks
+  auto x = random_floats(n, 101);
+  const int64_t offsets[] = {0, 10, 10, 40000, n};
+  std::vector<float> one_thread(4), two_threads(4);
+  loom_cpu::CpuBackend(1).sum_squares(view(x, {n}), offsets, 4, view(one_thread, {4}));
+  loom_cpu::CpuBackend(2).sum_squares(view(x, {n}), offsets, 4, view(two_threads, {4}));
+  EXPECT_EQ(two_threads, one_thread);
+}
+
+TEST(ThreadIndependence, DropoutIsTheSameForEveryThreadCount) {
+  const int64_t n = 3 * 4096 + 17;  // several chunks, a ragged tail
+  auto x = random_floats(n, 71);
+  std::vector<float> reference(n);
+  loom_cpu::CpuBackend one(1);
+  one.dropout_forward(view(x, {n}), view(reference, {n}), 0.3f, 99, 5);
+  for (int threads : {2, 3, 5}) {
+    loom_cpu::CpuBackend many(threads);
+    std::vector<float> y(n);
+    many.dropout_forward(view(x, {n}), view(y, {n}), 0.3f, 99, 5);
+    EXPECT_EQ(y, reference) << threads << " threads";
+  }
 }
 
 }  // namespace
