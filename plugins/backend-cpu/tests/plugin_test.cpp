@@ -1,9 +1,11 @@
-// backend/cpu through the host registry, as a run creates it: options, threads, errors.
+// backend/cpu through the host registry, as a run creates it: options (threads, fused_attention),
+// errors.
 #include <gtest/gtest.h>
 
-#include "recipe/errors.hpp"
-#include "plugins/plugin_registry.hpp"
 #include "loom/sdk/backend.hpp"
+#include "loom/sdk/ops/fused_attention.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "recipe/errors.hpp"
 
 namespace {
 
@@ -36,6 +38,17 @@ TEST(BackendCpuPlugin, ThreadsOptionAndAGemmThroughTheInterface) {
 TEST(BackendCpuPlugin, DefaultThreadsIsEveryCore) {
   auto backend = make_cpu("");
   EXPECT_GE(backend.call([](loom::Backend& b) { return b.threads(); }), 1);
+}
+
+TEST(BackendCpuPlugin, FusedAttentionOptionDecidesWhetherBlocksUseIt) {
+  // backend/cpu always offers the op (its reference implementation) but recommends it to blocks
+  // only when asked to.
+  auto plain = make_cpu("threads = 1\n");
+  auto fused = make_cpu("threads = 1\nfused_attention = true\n");
+  ASSERT_NE(plain.find<loom::FusedAttention>(), nullptr);
+  ASSERT_NE(fused.find<loom::FusedAttention>(), nullptr);
+  EXPECT_FALSE(plain.find<loom::FusedAttention>()->fused_attention(64, 512));
+  EXPECT_TRUE(fused.find<loom::FusedAttention>()->fused_attention(64, 512));
 }
 
 TEST(BackendCpuPlugin, BadOptionsAreReportedWithTheirLocation) {

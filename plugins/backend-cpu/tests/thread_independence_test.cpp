@@ -49,6 +49,30 @@ TEST(ThreadIndependence, EveryNonGemmOpIsBitIdenticalFor1To3Threads) {
   EXPECT_EQ(run_ops(3), one);
 }
 
+TEST(ThreadIndependence, FusedAttentionIsTheSameForEveryThreadCount) {
+  // [B, T, H, d] activations seen as per-head [B, H, T, d] views, with padding and dropout.
+  const int64_t B = 3, H = 4, T = 33, d = 8, n = B * T * H * d;
+  auto q = random_floats(n, 51, -2, 2), k = random_floats(n, 52, -2, 2), v = random_floats(n, 53),
+       d_ctx = random_floats(n, 54);
+  std::vector<float> mask(B * T, 0.0f);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = std::max<int64_t>(1, T - 2 * b); t < T; ++t) mask[b * T + t] = loom::kMaskedKey;
+  const auto heads = [&](std::vector<float>& x) { return view(x, {B, T, H, d}).permute({0, 2, 1, 3}); };
+  const auto run = [&](int threads) {
+    loom_cpu::CpuBackend be(threads);
+    std::vector<float> ctx(n), dq(n), dk(n), dv(n), lse(B * H * T), delta(B * H * T);
+    be.attention_forward(heads(q), heads(k), heads(v), view(mask, {B, T}), 0.3f, 0.1f, 9, 0, heads(ctx),
+                         view(lse, {B, H, T}));
+    be.attention_backward(heads(d_ctx), heads(q), heads(k), heads(v), heads(ctx), view(lse, {B, H, T}),
+                          view(mask, {B, T}), 0.3f, 0.1f, 9, 0, heads(dq), heads(dk), heads(dv),
+                          view(delta, {B, H, T}));
+    std::vector<float> all;
+    for (const auto* part : {&ctx, &dq, &dk, &dv}) all.insert(all.end(), part->begin(), part->end());
+    return all;
+  };
+  EXPECT_EQ(run(3), run(1));
+}
+
 TEST(ThreadIndependence, SumSquaresIsTheSameForEveryThreadCount) {
   const int64_t n = 70001;  // several chunks
   auto x = random_floats(n, 101);
