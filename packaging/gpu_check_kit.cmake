@@ -1,18 +1,19 @@
 # The GPU acceptance kit in the packages: scripts/gpu-check and everything it runs, installed when
 # backend/cuda and its tests are built, so that an unpacked .tar.gz checks a GPU machine without a
 # build tree (docs/gpu.md, "Checking a GPU machine"):
-#   lib/loom/gpu-check/   loom_backend_cuda_tests, loom_parity_compare, loom_attention_bench,
-#                         loom_comm_nccl_tests (with NCCL)
+#   lib/loom/gpu-check/   loom_backend_cuda_tests, loom_backend_ops_test, loom_parity_compare,
+#                         loom_attention_bench, loom_comm_nccl_tests (with NCCL)
 #   share/loom/scripts/   gpu-check, gpu_check_learning.py, gpu_check_inference.py, bench/compare-pytorch-cuda, bench/pytorch_bert_train.py,
 #                         bench/compare-attention, bench/pytorch_attention.py, bench/compare-pytorch-inference,
 #                         bench/pytorch_bert_inference.py
 #   share/loom/tests/     the GPU end-to-end test with the scripts it sources and its fixtures
 # share/loom/ thereby has the source tree's layout (configs/, scripts/, tests/) that these scripts
 # expect. bundle-libraries.sh gives the programs RUNPATH $ORIGIN/../lib like the plugins.
-if(NOT TARGET loom_backend_cuda_tests OR NOT TARGET loom_parity_compare)
+if(NOT TARGET loom_backend_cuda_tests OR NOT TARGET loom_backend_ops_test OR NOT TARGET loom_parity_compare)
   return()
 endif()
-install(TARGETS loom_backend_cuda_tests loom_parity_compare loom_attention_bench RUNTIME DESTINATION lib/loom/gpu-check)
+install(TARGETS loom_backend_cuda_tests loom_backend_ops_test loom_parity_compare loom_attention_bench
+        RUNTIME DESTINATION lib/loom/gpu-check)
 if(TARGET loom_comm_nccl_tests)
   install(TARGETS loom_comm_nccl_tests RUNTIME DESTINATION lib/loom/gpu-check)
 endif()

@@ -59,7 +59,8 @@ grep -q "$root/lib/loom/plugins/libloom-datasets.so" "$work/plugins.txt" || fail
 # loading only the archive's libraries; on a machine without a GPU its --allow-no-gpu run, which
 # runs the test programs' GPU-free tests against the packaged plugin.
 if [ -f "$root/lib/loom/plugins/libloom-backend-cuda.so" ]; then
-  for path in lib/loom/gpu-check/loom_backend_cuda_tests lib/loom/gpu-check/loom_parity_compare \
+  for path in lib/loom/gpu-check/loom_backend_cuda_tests lib/loom/gpu-check/loom_backend_ops_test \
+              lib/loom/gpu-check/loom_parity_compare \
               lib/loom/gpu-check/loom_attention_bench share/loom/scripts/gpu-check \
               share/loom/scripts/gpu_check_learning.py share/loom/configs/quickstart/gpu-pretrain-phase1.toml \
               share/loom/configs/models/bert-small-v8192.json \
