@@ -232,6 +232,13 @@ inline Tolerance gemm_sum_over_k(loom::DType operands, int64_t k) {
   const double u = std::ldexp(1.0, -24), kd = static_cast<double>(k), sigma_out = std::sqrt(kd / 9.0);
   return {0, operands == loom::DType::f32 ? 8 * u * sigma_out * std::sqrt(kd) : 0.1};
 }
+/// The optimizer passes against the reference's: the same element arithmetic, the float64
+/// reductions (norms, clip divisors) in another order; weights and Adam's moments (the second
+/// moment ~1e-6 and below) after four steps.
+inline constexpr Tolerance kFloat64Norms{1e-12, 0};
+inline constexpr Tolerance kUpdatedWeights{1e-5, 1e-7};
+inline constexpr Tolerance kFirstMoments{1e-5, 1e-9};
+inline constexpr Tolerance kSecondMoments{1e-5, 1e-12};
 /// Column sums over `rows` rows (dbias, dγ, dβ) in another order than backend/cpu's row order
 /// (tiles): their rounding grows with the rows; 1e-5 + 2e-7·rows is about four times the expected
 /// worst column of sums that reach ~10² (3.3e-3 at 16,384 rows).

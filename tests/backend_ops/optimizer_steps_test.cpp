@@ -1,20 +1,23 @@
-// OptimizerSteps on the GPU against backend/cpu's (the reference, itself bit-identical to the host
-// optimizers): NVLAMB, AdamW and SGD trajectories at odd sizes (empty, 1-element and ragged
-// segments, gaps, blocks that end mid-warp) and at production sizes (several million elements in
-// hundreds of segments, so every kernel runs thousands of CUDA blocks), with clipping, trust-ratio
-// and plain segments, loss-scaled gradients and a skipped step (the non-finite flag). The element
-// arithmetic is the reference's operation for operation; only the order of the f64 reductions
-// differs, so weights and moments agree to f32 rounding and norms to f64 rounding. Runs twice
-// give identical bits (no atomics).
+// The optimizer passes (loom::OptimizerSteps, on backends that offer them) against the reference's
+// (backend/cpu's, itself bit-identical to the host optimizers: plugins/optim/tests): NVLAMB, AdamW
+// and SGD trajectories at odd sizes (empty, 1-element and ragged segments, gaps, blocks that end
+// mid-warp on a GPU) and at production sizes (several million elements in hundreds of segments),
+// with clipping, trust-ratio and plain segments, loss-scaled gradients and a skipped step (the
+// non-finite flag); a second run repeating the first bit for bit; an update without a gradient
+// pass and overlapping segments refused. The element arithmetic is the reference's operation for
+// operation; only the order of the float64 reductions may differ, so weights and moments agree to
+// f32 rounding and norms to float64 rounding.
 #include <cmath>
 #include <iterator>
 #include <limits>
 
-#include "cuda_test_support.hpp"
+#include "backend_op_case.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
 
-namespace loom_cuda_test {
+namespace loom_backend_ops {
 namespace {
+
+LOOM_BACKEND_OP_FAMILY(OptimizerSteps);
 
 enum class Kind { lamb, adamw, sgd };
 
@@ -100,17 +103,20 @@ Result run(loom::Backend& backend, loom::OptimizerSteps& passes, const Layout& l
   return r;
 }
 
-void expect_agree(const Result& gpu, const Result& cpu, const std::string& what) {
-  EXPECT_EQ(gpu.flags, cpu.flags) << what;
-  ASSERT_EQ(gpu.reports.size(), cpu.reports.size()) << what;
-  for (size_t i = 0; i < gpu.reports.size(); ++i) {
-    EXPECT_NEAR(gpu.reports[i].grad_norm, cpu.reports[i].grad_norm, 1e-12 * cpu.reports[i].grad_norm) << what;
-    EXPECT_NEAR(gpu.reports[i].clip_divisor, cpu.reports[i].clip_divisor, 1e-12 * cpu.reports[i].clip_divisor)
-        << what;
+/// A run on the backend under test against the reference's run.
+void expect_agree(const Result& actual, const Result& expected, const std::string& what) {
+  EXPECT_EQ(actual.flags, expected.flags) << what;
+  ASSERT_EQ(actual.reports.size(), expected.reports.size()) << what;
+  for (size_t i = 0; i < actual.reports.size(); ++i) {
+    expect_close(std::vector<double>{actual.reports[i].grad_norm},
+                 std::vector<double>{expected.reports[i].grad_norm}, kFloat64Norms, what + ": gradient norm");
+    expect_close(std::vector<double>{actual.reports[i].clip_divisor},
+                 std::vector<double>{expected.reports[i].clip_divisor}, kFloat64Norms,
+                 what + ": clip divisor");
   }
-  expect_close(gpu.weights, cpu.weights, 1e-5, 1e-7, what + ": weights");
-  expect_close(gpu.first_state, cpu.first_state, 1e-5, 1e-9, what + ": first state tensor");
-  expect_close(gpu.second_state, cpu.second_state, 1e-5, 1e-12, what + ": second state tensor");
+  expect_close(actual.weights, expected.weights, kUpdatedWeights, what + ": weights");
+  expect_close(actual.first_state, expected.first_state, kFirstMoments, what + ": first state tensor");
+  expect_close(actual.second_state, expected.second_state, kSecondMoments, what + ": second state tensor");
 }
 
 // Odd sizes: empty and 1-element segments, blocks ending mid-warp, gaps between segments.
@@ -144,49 +150,64 @@ Layout production_layout() {
   return l;
 }
 
-class OptimizerStepsTest : public CudaOpTest {
- protected:
-  void compare(const Layout& layout, Kind kind, const loom::GradientScaling& scaling,
-               const std::string& what) {
-    const Result reference = run(cpu, cpu, layout, kind, scaling, 4, 2);
-    const Result first = run(*gpu, *gpu, layout, kind, scaling, 4, 2);
-    expect_agree(first, reference, what);
-    const Result second = run(*gpu, *gpu, layout, kind, scaling, 4, 2);
-    expect_equal(second.weights, first.weights, what + ": rerun");
-    EXPECT_EQ(second.reports.back().grad_norm, first.reports.back().grad_norm) << what << ": rerun";
-  }
-};
-
-TEST_F(OptimizerStepsTest, LambAtOddSizesWithClippingAndPlainSegments) {
-  compare(odd_layout(), Kind::lamb, {1.0 / 1024, 1.0, loom::ClipRule::above_max}, "lamb odd");
-  compare(odd_layout(), Kind::lamb, {1.0, 0.0, loom::ClipRule::none}, "lamb odd unclipped");
+/// `layout` updated by `kind` on the backend under test and on the reference, compared; then a
+/// second run on the backend under test, which must repeat the first bit for bit.
+void compare(loom::Backend& backend, loom::OptimizerSteps& passes, const Layout& layout, Kind kind,
+             const loom::GradientScaling& scaling, const std::string& what) {
+  loom::Backend& reference = reference_backend().backend();
+  loom::OptimizerSteps* const reference_passes = reference_backend().component.find<loom::OptimizerSteps>();
+  ASSERT_NE(reference_passes, nullptr);
+  const Result expected = run(reference, *reference_passes, layout, kind, scaling, 4, 2);
+  const Result first = run(backend, passes, layout, kind, scaling, 4, 2);
+  expect_agree(first, expected, what);
+  const Result second = run(backend, passes, layout, kind, scaling, 4, 2);
+  expect_equal(second.weights, first.weights, what + ": rerun");
+  EXPECT_EQ(second.reports.back().grad_norm, first.reports.back().grad_norm) << what << ": rerun";
 }
 
-TEST_F(OptimizerStepsTest, AdamWAndSgdAtOddSizes) {
-  compare(odd_layout(), Kind::adamw, {1.0 / 8, 1e-3, loom::ClipRule::torch_rule}, "adamw odd");
-  compare(odd_layout(), Kind::sgd, {1.0, 1e-3, loom::ClipRule::torch_rule}, "sgd odd");
+TEST_P(OptimizerSteps, LambAtOddSizesWithClippingAndPlainSegments) {
+  LOOM_OFFERED_OR_SKIP(loom::OptimizerSteps, passes);
+  compare(backend(), *passes, odd_layout(), Kind::lamb, {1.0 / 1024, 1.0, loom::ClipRule::above_max},
+          "lamb odd");
+  compare(backend(), *passes, odd_layout(), Kind::lamb, {1.0, 0.0, loom::ClipRule::none},
+          "lamb odd unclipped");
 }
 
-TEST_F(OptimizerStepsTest, EveryOptimizerAtProductionSizes) {
+TEST_P(OptimizerSteps, AdamWAndSgdAtOddSizes) {
+  LOOM_OFFERED_OR_SKIP(loom::OptimizerSteps, passes);
+  compare(backend(), *passes, odd_layout(), Kind::adamw, {1.0 / 8, 1e-3, loom::ClipRule::torch_rule},
+          "adamw odd");
+  compare(backend(), *passes, odd_layout(), Kind::sgd, {1.0, 1e-3, loom::ClipRule::torch_rule}, "sgd odd");
+}
+
+TEST_P(OptimizerSteps, EveryOptimizerAtProductionSizes) {
+  LOOM_SKIP_WHERE_REFERENCE_CODE_RUNS();
+  LOOM_OFFERED_OR_SKIP(loom::OptimizerSteps, passes);
   const Layout layout = production_layout();
-  compare(layout, Kind::lamb, {1.0 / 65536, 1.0, loom::ClipRule::above_max}, "lamb production");
-  compare(layout, Kind::adamw, {1.0, 1.0, loom::ClipRule::torch_rule}, "adamw production");
-  compare(layout, Kind::sgd, {1.0, 0.0, loom::ClipRule::none}, "sgd production");
+  compare(backend(), *passes, layout, Kind::lamb, {1.0 / 65536, 1.0, loom::ClipRule::above_max},
+          "lamb production");
+  compare(backend(), *passes, layout, Kind::adamw, {1.0, 1.0, loom::ClipRule::torch_rule},
+          "adamw production");
+  compare(backend(), *passes, layout, Kind::sgd, {1.0, 0.0, loom::ClipRule::none}, "sgd production");
 }
 
-TEST_F(OptimizerStepsTest, RefusesAnUpdateWithoutAGradientPassAndBadTables) {
+TEST_P(OptimizerSteps, RefusesAnUpdateWithoutAGradientPassAndOverlappingSegments) {
+  LOOM_OFFERED_OR_SKIP(loom::OptimizerSteps, passes);
   const Layout layout = odd_layout();
-  loom::OptimizerPlan* plan = gpu->create_plan(layout.segments.data(), layout.segments.size(), layout.total);
-  Flat w(*gpu, std::vector<float>(layout.total, 1.0f)), g(*gpu, std::vector<float>(layout.total, 1.0f)),
-      m(*gpu, std::vector<float>(layout.total, 0.0f)), v(*gpu, std::vector<float>(layout.total, 0.0f));
+  loom::OptimizerPlan* plan =
+      passes->create_plan(layout.segments.data(), layout.segments.size(), layout.total);
+  Flat w(backend(), std::vector<float>(layout.total, 1.0f)),
+      g(backend(), std::vector<float>(layout.total, 1.0f)),
+      m(backend(), std::vector<float>(layout.total, 0.0f)),
+      v(backend(), std::vector<float>(layout.total, 0.0f));
   const loom::AdamConstants adam{0.9f, 0.1f, 0.999f, 0.001f, 1.0f, 1.0f, 1e-6f};
   EXPECT_THROW(
-      gpu->adamw_step(*plan, w.view, g.view, m.view, v.view, {1.0, 0.0, loom::ClipRule::none}, adam, 1e-3),
+      passes->adamw_step(*plan, w.view, g.view, m.view, v.view, {1.0, 0.0, loom::ClipRule::none}, adam, 1e-3),
       loom::Error);
-  gpu->destroy_plan(plan);
+  passes->destroy_plan(plan);
   const loom::OptimizerSegment overlapping[] = {{0, 10, 0.0f, 0}, {9, 10, 0.0f, 0}};
-  EXPECT_THROW(gpu->create_plan(overlapping, 2, 100), loom::Error);
+  EXPECT_THROW(passes->create_plan(overlapping, 2, 100), loom::Error);
 }
 
 }  // namespace
-}  // namespace loom_cuda_test
+}  // namespace loom_backend_ops
