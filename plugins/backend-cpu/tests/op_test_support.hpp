@@ -1,11 +1,11 @@
-// Shared pieces of the backend-cpu op tests: views of std::vectors, seeded random data,
-// double-precision finite differences and a closeness check that reports the worst element.
+// Shared pieces of backend-cpu's own tests (what every backend's ops compute is tested in
+// tests/backend_ops): views of std::vectors, seeded random data, f16 copies and a closeness check
+// that reports the worst element.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <initializer_list>
 #include <random>
 #include <string>
@@ -32,33 +32,6 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
   std::vector<float> v(n);
   for (auto& x : v) x = dist(engine);
   return v;
-}
-
-inline std::vector<double> to_double(const std::vector<float>& v) {
-  return std::vector<double>(v.begin(), v.end());
-}
-
-/// Central-difference gradient of `f` at `x` (all in double precision).
-inline std::vector<double> numeric_gradient(const std::function<double(const std::vector<double>&)>& f,
-                                            std::vector<double> x, double h = 1e-6) {
-  std::vector<double> grad(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + h;
-    const double up = f(x);
-    x[i] = saved - h;
-    const double down = f(x);
-    x[i] = saved;
-    grad[i] = (up - down) / (2 * h);
-  }
-  return grad;
-}
-
-/// Σ w·y: the scalar whose gradient w.r.t. y is w (how every backward test seeds dy).
-inline double weighted_sum(const std::vector<double>& y, const std::vector<float>& w) {
-  double s = 0;
-  for (size_t i = 0; i < y.size(); ++i) s += y[i] * w[i];
-  return s;
 }
 
 /// Expects |actual − expected| ≤ atol + rtol·|expected| everywhere; reports the worst element.
@@ -102,14 +75,8 @@ std::vector<float> from_16bit(const std::vector<Half16>& v) {
   for (size_t i = 0; i < v.size(); ++i) out[i] = loom::to_f32(v[i]);
   return out;
 }
-inline std::vector<loom::BFloat16> to_bf16(const std::vector<float>& v) {
-  return to_16bit<loom::BFloat16>(v);
-}
 inline std::vector<loom::Half> to_f16(const std::vector<float>& v) {
   return to_16bit<loom::Half>(v);
-}
-inline std::vector<float> from_bf16(const std::vector<loom::BFloat16>& v) {
-  return from_16bit(v);
 }
 inline std::vector<float> from_f16(const std::vector<loom::Half>& v) {
   return from_16bit(v);
