@@ -124,13 +124,54 @@ ShardShape check_keys(hid_t file, const std::string& path) {
   return shape;
 }
 
+// libhdf5 saturates an integer that does not fit the type a key is read as: a stored 3774873600 read
+// as int32 becomes 2147483647, which the value checks could take for a real token id (when the
+// vocabulary size is unknown), and a 257 read as int8 is reported as 127. The conversion callback
+// stops the read at the first such value instead and keeps it, as stored, for the message.
+struct ConversionOverflow {
+  bool seen = false;
+  std::string value;
+};
+
+// A stored integer of `type` at `bytes`, as text ("?" for a type that is not one).
+std::string stored_integer(hid_t type, const void* bytes) {
+  const size_t size = H5Tget_size(type);
+  if (size == 0 || size > 8 || H5Tget_class(type) != H5T_INTEGER) return "?";
+  const bool big_endian = H5Tget_order(type) == H5T_ORDER_BE;
+  const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+  const auto* byte = static_cast<const unsigned char*>(bytes);
+  uint64_t bits = 0;
+  for (size_t i = 0; i < size; ++i) bits = (bits << 8) | byte[big_endian ? i : size - 1 - i];
+  if (is_signed && size < 8 && ((bits >> (8 * size - 1)) & 1) != 0) bits |= ~uint64_t{0} << (8 * size);
+  return is_signed ? std::to_string(static_cast<int64_t>(bits)) : std::to_string(bits);
+}
+
+H5T_conv_ret_t refuse_overflow(H5T_conv_except_t exception, hid_t source_type, hid_t, void* source, void*,
+                               void* user) {
+  if (exception != H5T_CONV_EXCEPT_RANGE_HI && exception != H5T_CONV_EXCEPT_RANGE_LOW)
+    return H5T_CONV_UNHANDLED;
+  auto& overflow = *static_cast<ConversionOverflow*>(user);
+  if (!overflow.seen) overflow = {true, stored_integer(source_type, source)};
+  return H5T_CONV_ABORT;
+}
+
 template <typename T>
-void read_key(hid_t file, const std::string& path, const char* key, hid_t memory_type, std::vector<T>& out,
-              size_t count) {
+void read_key(hid_t file, const std::string& path, const char* key, hid_t memory_type, const char* type_name,
+              std::vector<T>& out, size_t count) {
   Handle dataset = open_key(file, path, key);
   out.resize(count);
   if (count == 0) return;
-  if (H5Dread(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)
+  Handle transfer(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+  ConversionOverflow overflow;
+  if (!transfer.ok() || H5Pset_type_conv_cb(transfer.get(), refuse_overflow, &overflow) < 0)
+    fail(path, key, "cannot set up reading it");
+  const herr_t status = H5Dread(dataset.get(), memory_type, H5S_ALL, H5S_ALL, transfer.get(), out.data());
+  if (overflow.seen)
+    fail(path, key,
+         "holds the value " + overflow.value + ", which does not fit in " + type_name +
+             " (token ids and positions are read as int32; masks, segment ids and labels as int8): this is "
+             "not a BERT pretraining shard's value; re-run loom prep pretraining");
+  if (status < 0)
     fail(path, key, "cannot read data (truncated or corrupted file; re-run loom prep pretraining)");
 }
 
@@ -141,12 +182,13 @@ ShardData read_shard_data(const std::string& path) {
   const size_t n = data.shape.instances;
   const size_t tokens = n * static_cast<size_t>(data.shape.seq_length);
   const size_t predictions = n * static_cast<size_t>(data.shape.predictions);
-  read_key(file.get(), path, "input_ids", H5T_NATIVE_INT32, data.input_ids, tokens);
-  read_key(file.get(), path, "input_mask", H5T_NATIVE_INT8, data.input_mask, tokens);
-  read_key(file.get(), path, "segment_ids", H5T_NATIVE_INT8, data.segment_ids, tokens);
-  read_key(file.get(), path, "masked_lm_positions", H5T_NATIVE_INT32, data.masked_positions, predictions);
-  read_key(file.get(), path, "masked_lm_ids", H5T_NATIVE_INT32, data.masked_ids, predictions);
-  read_key(file.get(), path, "next_sentence_labels", H5T_NATIVE_INT8, data.next_sentence, n);
+  read_key(file.get(), path, "input_ids", H5T_NATIVE_INT32, "int32", data.input_ids, tokens);
+  read_key(file.get(), path, "input_mask", H5T_NATIVE_INT8, "int8", data.input_mask, tokens);
+  read_key(file.get(), path, "segment_ids", H5T_NATIVE_INT8, "int8", data.segment_ids, tokens);
+  read_key(file.get(), path, "masked_lm_positions", H5T_NATIVE_INT32, "int32", data.masked_positions,
+           predictions);
+  read_key(file.get(), path, "masked_lm_ids", H5T_NATIVE_INT32, "int32", data.masked_ids, predictions);
+  read_key(file.get(), path, "next_sentence_labels", H5T_NATIVE_INT8, "int8", data.next_sentence, n);
   return data;
 }
 

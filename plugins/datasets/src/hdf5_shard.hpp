@@ -1,9 +1,11 @@
 // Reading pretraining shards in the HDF5 layout of BERT's create_pretraining_data.py
 // (docs/reference.md §4.1): input_ids / input_mask / segment_ids [N,L], masked_lm_positions /
 // masked_lm_ids [N,P], next_sentence_labels [N]; any integer storage type (NVIDIA's shards use
-// int32 and int8, h5py writes what numpy had) is converted on read. Every failure — a file that
-// is not HDF5 or is truncated, a missing key, a wrong rank or shape, a non-integer type, data
-// that cannot be decompressed — throws loom::IoError naming the file and the key.
+// int32 and int8, h5py writes what numpy had) is converted on read, and a value that does not fit
+// the type it is read as (int32 for ids and positions, int8 for masks, segments and labels) is
+// refused rather than saturated. Every failure — a file that is not HDF5 or is truncated, a missing
+// key, a wrong rank or shape, a non-integer type, a value that does not fit, data that cannot be
+// decompressed — throws loom::IoError naming the file and the key.
 #pragma once
 
 #include <cstddef>

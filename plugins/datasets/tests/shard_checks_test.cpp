@@ -1,6 +1,7 @@
 // dataset/pretraining-shards refusing bad shards before they train: values out of range (named by
-// file, key, row and column when the shard is read), declared sizes the file cannot hold, a
-// manifest.json naming another vocabulary, and dynamic masking without [MASK].
+// file, key, row and column when the shard is read), values that do not fit the type they are read
+// as, declared sizes the file cannot hold, a manifest.json naming another vocabulary, and dynamic
+// masking without [MASK].
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset_test_support.hpp"
+#include "hdf5_shard.hpp"
+#include "loom/sdk/error.hpp"
 #include "loom/sdk/vocabulary_file.hpp"
 #include "prep/pretraining_shard_writer.hpp"
 
@@ -48,6 +51,26 @@ void poke(const std::string& path, const char* key, hsize_t row, hsize_t column,
   H5Sclose(memory);
   H5Sclose(space);
   H5Dclose(dataset);
+  H5Fclose(file);
+}
+
+// A shard of 2 rows × 4 tokens and 1 prediction with every key stored as int64: zeros, but `value`
+// at the first element of `key`.
+void write_int64_shard(const std::string& path, const char* key, int64_t value) {
+  hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  for (const char* name : {"input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
+                           "next_sentence_labels"}) {
+    const bool predictions = std::string(name).rfind("masked", 0) == 0;
+    const int rank = std::string(name) == "next_sentence_labels" ? 1 : 2;
+    const hsize_t dims[2] = {2, predictions ? 1u : 4u};
+    std::vector<int64_t> values(dims[0] * (rank == 2 ? dims[1] : 1), 0);
+    if (std::string(name) == key) values[0] = value;
+    hid_t space = H5Screate_simple(rank, dims, nullptr);
+    hid_t dataset = H5Dcreate2(file, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+    H5Dclose(dataset);
+    H5Sclose(space);
+  }
   H5Fclose(file);
 }
 
@@ -142,6 +165,35 @@ TEST_F(ShardChecks, ValuesOutOfRangeNameFileKeyRowAndColumn) {
   EXPECT_NE(read(path).find("[0, 366) of " + data_file("vocab.txt")), std::string::npos) << read(path);
   EXPECT_NE(read(path, data_file("vocab.txt"), "", false).find("[0, 366) of the [tokenizer]'s vocabulary"),
             std::string::npos);
+}
+
+TEST_F(ShardChecks, ValuesThatDoNotFitTheirTypeAreRefusedNotSaturated) {
+  // libhdf5 would read 3774873600 as int32 2147483647, an id a run without a known vocabulary
+  // accepted, and 257 as int8 127, the value the range check then named.
+  struct Case {
+    const char* key;
+    int64_t value;
+    const char* type;
+  };
+  for (const Case& c : {Case{"input_ids", 3774873600, "int32"}, Case{"masked_lm_ids", -2147483649, "int32"},
+                        Case{"input_mask", 257, "int8"}, Case{"segment_ids", -129, "int8"}}) {
+    const std::string path = (dir_ / (std::string(c.key) + ".hdf5")).string();
+    write_int64_shard(path, c.key, c.value);
+    try {
+      loom_datasets::read_shard(path);
+      ADD_FAILURE() << c.key << " = " << c.value << " read";
+    } catch (const loom::IoError& e) {
+      const std::string expected = path + ": key '" + c.key + "': holds the value " +
+                                   std::to_string(c.value) + ", which does not fit in " + c.type;
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+  // Values that fit are converted from any integer type.
+  const std::string path = (dir_ / "fits.hdf5").string();
+  write_int64_shard(path, "next_sentence_labels", 1);
+  const loom_datasets::ShardData data = loom_datasets::read_shard(path);
+  EXPECT_EQ(data.next_sentence[0], 1);
+  EXPECT_EQ(read(path), "");
 }
 
 TEST_F(ShardChecks, DeclaredSizesBeyondWhatTheFileHoldsAreRefusedAtOpen) {
