@@ -129,7 +129,8 @@ class ResidualLayerNormCase : public BackendOpCase {
     expect_equal(sum_values, r.sum.floats(), "sum");
     const std::vector<float> kept = branch_of(sum_values, r.residual);
     expect_same_zeros(kept, branch_of(r.sum.floats(), r.residual), "dropout mask (sum - residual)");
-    if (c.p > 0.0f && kept.size() >= 200) {
+    // The mask really dropped some elements, and kept some, wherever ≥ 20 drops are expected.
+    if (c.p > 0.0f && c.p * static_cast<double>(kept.size()) >= 20) {
       const auto dropped = std::count(kept.begin(), kept.end(), 0.0f);
       EXPECT_GT(dropped, 0) << "p > 0 but nothing was dropped";
       EXPECT_LT(dropped, static_cast<long>(kept.size())) << "everything was dropped";
