@@ -129,7 +129,9 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
           f"curve values {curve}")
     check(abs(part["ratio"] - part["mask_accuracy"] / part["unigram_baseline"]) < 1e-3
           and part["learned"] == (part["ratio"] >= 2.0), f"learning ratio {part}")
-    check(part["trained_minutes"] < 0.1 * 1.5, f"trained {part['trained_minutes']} min of a 0.1-minute budget")
+    # The steps are sized from a calibration, so a loaded machine may train past the budget; what the
+    # part promises is the stop at the budget plus its grace (max(30 s, a quarter of the budget)).
+    check(part["trained_minutes"] <= 0.1 + 0.5, f"trained {part['trained_minutes']} min of a 0.1-minute budget")
     for log in part["logs"]:
         check((out / log).exists(), f"learning log {log}")
     text = (out / "summary.txt").read_text()
