@@ -55,25 +55,28 @@ class RowDropout {
 };
 
 /// sum = dropout(y + bias) + residual and out = LayerNorm(sum) for one row; out_c: its 16-bit copy.
+/// The kept branch value is formed in `sum`, or in `row_buffer` (cols floats) when sum is the
+/// residual itself, which it would overwrite before the residual is read.
 template <typename SC>
 void forward_row(const float* y, const float* bias, const float* residual, const uint32_t* words,
                  const RowDropout& dropout, const float* gamma, const float* beta, float eps, float* sum,
-                 float* out, SC* out_c, int64_t cols, float& mean, float& rstd) {
+                 float* out, SC* out_c, int64_t cols, float& mean, float& rstd, float* row_buffer) {
+  float* kept = sum == residual ? row_buffer : sum;
   if (bias != nullptr) {
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) sum[c] = y[c] + bias[c];
-  } else if (sum != y) {
+    for (int64_t c = 0; c < cols; ++c) kept[c] = y[c] + bias[c];
+  } else if (kept != y) {
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) sum[c] = y[c];
+    for (int64_t c = 0; c < cols; ++c) kept[c] = y[c];
   }
   if (dropout.active()) {
     const uint32_t threshold = dropout.threshold();
     const float scale = dropout.scale();
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) sum[c] = words[c] >= threshold ? sum[c] * scale : 0.0f;
+    for (int64_t c = 0; c < cols; ++c) kept[c] = words[c] >= threshold ? kept[c] * scale : 0.0f;
   }
 #pragma omp simd
-  for (int64_t c = 0; c < cols; ++c) sum[c] = sum[c] + residual[c];
+  for (int64_t c = 0; c < cols; ++c) sum[c] = kept[c] + residual[c];
   layernorm_row(sum, gamma, beta, eps, out, cols, mean, rstd);
   if (out_c != nullptr) {
 #pragma omp simd
@@ -107,11 +110,13 @@ void CpuBackend::residual_layernorm_forward(const loom::Tensor& y, const loom::T
 #pragma omp parallel num_threads(threads_) if (rows * cols > kParallelMinElements)
     {
       std::vector<uint32_t> buffer;
+      std::vector<float> row_buffer(sums == rs ? static_cast<size_t>(cols) : 0);
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
         const uint32_t* words = dropout.active() ? dropout.words(r, buffer) : nullptr;
         forward_row(ys + r * cols, b, rs + r * cols, words, dropout, g, be, eps, sums + r * cols,
-                    outs + r * cols, out_c ? out_c + r * cols : out_c, cols, means[r], rstds[r]);
+                    outs + r * cols, out_c ? out_c + r * cols : out_c, cols, means[r], rstds[r],
+                    row_buffer.data());
       }
     }
   };
