@@ -1,0 +1,120 @@
+// LinearBias (loom/sdk/ops/linear_bias.hpp): y = x·Wᵀ + bias into f32, bf16 and f16 against float64
+// (16-bit: the f32 sum rounded once, so within one rounding plus the product's error), the same bits
+// as gemm into f32, bias_add and cast where the backend runs backend/cpu's code, a strided x (the
+// rows of a wider activation), and the argument contract (the scratch a 16-bit y needs, the bias's
+// length, w's dtype). Skipped on a backend that does not offer the op.
+#include "backend_op_case.hpp"
+#include "loom/sdk/ops/linear_bias.hpp"
+
+namespace loom_backend_ops {
+namespace {
+
+using loom::DType;
+
+class LinearBiasCase : public BackendOpCase {
+ protected:
+  loom::LinearBias& op() {
+    loom::LinearBias* offered_op = offered<loom::LinearBias>();
+    if (offered_op == nullptr) throw std::runtime_error(backend_label() + " does not offer LinearBias");
+    return *offered_op;
+  }
+  bool offers_op() const { return offered<loom::LinearBias>() != nullptr; }
+};
+
+LOOM_BACKEND_OP_FAMILY_OF(LinearBias, LinearBiasCase);
+
+/// x·Wᵀ + bias in float64: x [rows, in] with row stride ldx, w [out, in].
+std::vector<double> reference_linear(const std::vector<float>& x, int64_t ldx, const std::vector<float>& w,
+                                     const std::vector<float>& bias, int64_t rows, int64_t in, int64_t out) {
+  std::vector<double> y(static_cast<size_t>(rows * out));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double s = bias[o];
+      for (int64_t i = 0; i < in; ++i) s += static_cast<double>(x[r * ldx + i]) * w[o * in + i];
+      y[r * out + o] = s;
+    }
+  return y;
+}
+
+/// The values a tensor of `dtype` holds for `values` (16-bit operands are rounded before the product).
+std::vector<float> stored(const std::vector<float>& values, DType dtype, std::vector<int64_t> shape) {
+  return HostTensor::of(values, dtype, std::move(shape)).floats();
+}
+
+TEST_P(LinearBias, EveryOutputDtypeMatchesFloat64WithinOneRounding) {
+  if (!offers_op()) GTEST_SKIP() << backend_label() << " does not offer LinearBias";
+  const int64_t rows = 37, in = 48, out = 72;  // out: a [3H] projection of H = 24
+  for (DType operands : {DType::f32, DType::bf16, DType::f16})
+    for (DType output : {DType::f32, DType::bf16, DType::f16}) {
+      if (operands == DType::f32 && output != DType::f32) continue;  // 16-bit outputs follow 16-bit operands
+      SCOPED_TRACE(std::string(loom::dtype_name(operands)) + " operands, " + loom::dtype_name(output) + " y");
+      const auto x = stored(random_floats(rows * in, 21), operands, {rows, in});
+      const auto w = stored(random_floats(out * in, 22), operands, {out, in});
+      const auto bias = random_floats(out, 23);
+      DeviceTensor x_dev = upload(HostTensor::of(x, operands, {rows, in}));
+      DeviceTensor w_dev = upload(HostTensor::of(w, operands, {out, in}));
+      DeviceTensor b_dev = upload(HostTensor::of(bias, DType::f32, {out}));
+      DeviceTensor y_dev = upload_zeros(output, {rows, out});
+      DeviceTensor scratch = upload_zeros(DType::f32, {rows, out});
+      op().linear_bias_forward(x_dev.view(), w_dev.view(), b_dev.view(), y_dev.view(),
+                               output == DType::f32 ? loom::Tensor{} : scratch.view());
+      expect_close(read(y_dev), reference_linear(x, in, w, bias, rows, in, out),
+                   kDotProduct + one_rounding(output), "linear + bias");
+    }
+}
+
+TEST_P(LinearBias, SameBitsAsGemmBiasAddAndCastOnTheReferenceCode) {
+  if (!offers_op()) GTEST_SKIP() << backend_label() << " does not offer LinearBias";
+  const int64_t rows = 64, in = 40, out = 24;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(loom::dtype_name(dtype));
+    HostTensor x = HostTensor::of(random_floats(rows * in, 31), dtype, {rows, in});
+    HostTensor w = HostTensor::of(random_floats(out * in, 32), dtype, {out, in});
+    HostTensor bias = HostTensor::of(random_floats(out, 33), DType::f32, {out});
+    // The unfused ops on the reference backend.
+    HostTensor sum = HostTensor::zeros(DType::f32, {rows, out}), expected = HostTensor::zeros(dtype, {rows, out});
+    reference().gemm(x.view(), false, w.view(), true, sum.view(), 1.0f, 0.0f);
+    reference().bias_add(sum.view(), bias.view());
+    reference().cast(sum.view(), expected.view());
+    DeviceTensor x_dev = upload(x), w_dev = upload(w), b_dev = upload(bias);
+    DeviceTensor y_dev = upload_zeros(dtype, {rows, out}), scratch = upload_zeros(DType::f32, {rows, out});
+    op().linear_bias_forward(x_dev.view(), w_dev.view(), b_dev.view(), y_dev.view(),
+                             dtype == DType::f32 ? loom::Tensor{} : scratch.view());
+    if (runs_reference_code()) {
+      expect_same_bits(y_dev.download(), expected, "linear + bias against gemm, bias_add, cast");
+    } else {  // another GEMM sums in another order: within the product's error and one rounding
+      expect_close(read(y_dev), expected.floats(), kDotProduct + one_ulp(dtype), "linear + bias");
+    }
+  }
+}
+
+TEST_P(LinearBias, RowsOfAWiderActivation) {
+  if (!offers_op()) GTEST_SKIP() << backend_label() << " does not offer LinearBias";
+  // x: the first 16 columns of a [rows, 40] buffer (row stride 40), y: 3 of 5 column blocks.
+  const int64_t rows = 29, in = 16, ld = 40, out = 12;
+  const auto wide = random_floats(rows * ld, 41), w = random_floats(out * in, 42), bias = random_floats(out, 43);
+  DeviceTensor x_dev = upload(HostTensor::of(wide, DType::f32, {rows, ld}));
+  DeviceTensor w_dev = upload(HostTensor::of(w, DType::f32, {out, in}));
+  DeviceTensor b_dev = upload(HostTensor::of(bias, DType::f32, {out}));
+  DeviceTensor y_dev = upload_zeros(DType::f32, {rows, out});
+  op().linear_bias_forward(x_dev.view().narrow(1, 0, in), w_dev.view(), b_dev.view(), y_dev.view(), {});
+  expect_close(read(y_dev), reference_linear(wide, ld, w, bias, rows, in, out), kDotProduct, "strided x");
+}
+
+TEST_P(LinearBias, RefusesAMissingScratchAWrongBiasAndMixedOperands) {
+  if (!offers_op()) GTEST_SKIP() << backend_label() << " does not offer LinearBias";
+  DeviceTensor x = upload_zeros(DType::bf16, {4, 8}), w = upload_zeros(DType::bf16, {6, 8});
+  DeviceTensor w32 = upload_zeros(DType::f32, {6, 8}), bias = upload_zeros(DType::f32, {6});
+  DeviceTensor short_bias = upload_zeros(DType::f32, {5}), y = upload_zeros(DType::bf16, {4, 6});
+  DeviceTensor scratch = upload_zeros(DType::f32, {4, 6});
+  expect_error_naming([&] { op().linear_bias_forward(x.view(), w.view(), bias.view(), y.view(), {}); },
+                      {"linear_bias_forward", "scratch"});
+  expect_error_naming(
+      [&] { op().linear_bias_forward(x.view(), w.view(), short_bias.view(), y.view(), scratch.view()); },
+      {"linear_bias_forward", "bias"});
+  expect_error_naming([&] { op().linear_bias_forward(x.view(), w32.view(), bias.view(), y.view(), scratch.view()); },
+                      {"linear_bias_forward", "w"});
+}
+
+}  // namespace
+}  // namespace loom_backend_ops
