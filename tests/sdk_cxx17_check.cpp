@@ -7,6 +7,7 @@
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/dataset_labels.hpp"
 #include "loom/sdk/error.hpp"
+#include "loom/sdk/extended_collectives.hpp"
 #include "loom/sdk/float16.hpp"
 #include "loom/sdk/model_config.hpp"
 #include "loom/sdk/ops/memory_usage.hpp"

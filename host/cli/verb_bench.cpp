@@ -224,7 +224,7 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
                                                .master = master,
                                                .grads = grads,
                                                .backend_update = on_backend.get()},
-                               host::RankGroup{c.communicator, c.communicator2, rank, world});
+                               host::RankGroup{c.communicator, rank, world});
   const uint64_t k = settings.grad_accumulation;
   loom::OpProfiler* const profiler = a.profile ? c.backend.find<loom::OpProfiler>() : nullptr;
   if (a.profile && profiler == nullptr && rank == 0)

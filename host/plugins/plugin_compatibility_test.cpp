@@ -6,6 +6,7 @@
 
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/communicator.hpp"
+#include "loom/sdk/extended_collectives.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "plugins/plugin_test_support.hpp"
@@ -43,6 +44,7 @@ TEST(PluginCompatibility, BinaryBuiltAgainstSdk01LoadsAndWorks) {
   EXPECT_FLOAT_EQ(data[0], 4.0f);
   EXPECT_FLOAT_EQ(data[1], -8.0f);
   EXPECT_FLOAT_EQ(data[2], 2.0f);
+  EXPECT_EQ(comm.find<loom::ExtendedCollectives>(), nullptr);  // driven through Communicator alone
 }
 
 TEST(PluginCompatibility, Sdk01BinaryReportsOptionProblemsAndErrorsThroughTheBoundary) {

@@ -32,6 +32,9 @@ constexpr unsigned kSdk02BackendInterfaceVersion = 2;
 unsigned supported_interface_version(uint32_t kind) {
   switch (kind) {
     case LOOM_KIND_COMMUNICATOR:
+      // Version 2 is Communicator2, which communicator/mpi and /nccl still declare for hosts from
+      // before ExtendedCollectives; the host drives every communicator through Communicator and
+      // the named interfaces it offers.
       return loom::Communicator2::kInterfaceVersion;
     case LOOM_KIND_BACKEND:
       // Version 2 was SDK 0.2's Backend2 (Backend plus fused attention); such a backend still

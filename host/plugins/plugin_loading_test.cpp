@@ -201,8 +201,9 @@ TEST(PluginLoading, OptionProblemsComeBackAsRecipeErrorsWithLocations) {
   }
 }
 
-// Communicators come in interface versions 1 (host memory, communicator/local) and 2
-// (Communicator2: communicator/mpi, /nccl); the host drives both and refuses any other.
+// Communicators come in interface versions 1 (communicator/local) and 2 (Communicator2, which
+// communicator/mpi and /nccl declare for hosts from before ExtendedCollectives); the host loads
+// both, drives both through Communicator and its named interfaces, and refuses any other.
 TEST(PluginLoading, CommunicatorInterfaceVersionsOneAndTwoAreAcceptedOthersNamed) {
   auto problem_with = [](uint32_t kind, uint32_t version) {
     loom_component_desc component{

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "loom/sdk/extended_collectives.hpp"
+
 namespace loom::host {
 
 uint64_t parameter_checksum(const float* values, size_t count) {
@@ -20,10 +22,10 @@ void broadcast_parameters(const RankGroup& group, float* values, size_t count) {
   group.communicator.call([&](loom::Communicator& c) { c.broadcast(values, count * sizeof(float), 0); });
   const uint64_t mine = parameter_checksum(values, count);
   std::vector<int> differing;
-  if (group.communicator2 != nullptr) {
+  if (auto* collectives = group.communicator.find<loom::ExtendedCollectives>()) {
     std::vector<uint64_t> all(static_cast<size_t>(group.world));
     group.communicator.call(
-        [&](loom::Communicator&) { group.communicator2->all_gather(&mine, sizeof(mine), all.data()); });
+        [&](loom::Communicator&) { collectives->all_gather(&mine, sizeof(mine), all.data()); });
     for (int r = 1; r < group.world; ++r)
       if (all[static_cast<size_t>(r)] != all[0]) differing.push_back(r);
   } else {
@@ -59,10 +61,11 @@ nlohmann::json per_rank_throughput(const RankGroup& group, double step_ms, doubl
   const double mine[2] = {step_ms, sequences_per_second};
   std::vector<double> all(mine, mine + 2);
   int first_rank = group.rank;
-  if (group.world > 1 && group.communicator2 != nullptr) {
+  auto* collectives = group.communicator.find<loom::ExtendedCollectives>();
+  if (group.world > 1 && collectives != nullptr) {
     all.assign(2 * static_cast<size_t>(group.world), 0.0);
     group.communicator.call(
-        [&](loom::Communicator&) { group.communicator2->all_gather(mine, sizeof(mine), all.data()); });
+        [&](loom::Communicator&) { collectives->all_gather(mine, sizeof(mine), all.data()); });
     first_rank = 0;
   }
   nlohmann::json ranks = nlohmann::json::array();

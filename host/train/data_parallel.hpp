@@ -9,14 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loom/sdk/communicator.hpp"
 #include "plugins/component.hpp"
-#include "loom/sdk/communicator2.hpp"
 
 namespace loom::host {
 
 struct RankGroup {
+  /// All-gathers go through its ExtendedCollectives where it offers them.
   const Component<loom::Communicator>& communicator;
-  loom::Communicator2* communicator2;  ///< nullptr for an interface-version-1 communicator
   int rank;
   int world;
 };
@@ -34,8 +34,8 @@ void sum_over_ranks(const RankGroup& group, std::vector<double>& values);
 /// True on every rank when any rank passes true.
 bool any_rank(const RankGroup& group, bool flag);
 
-/// [{"rank": r, "step_ms": .., "sequences_per_second": ..}, ...] for every rank (gathered with a
-/// version-2 communicator; only this rank's entry otherwise).
+/// [{"rank": r, "step_ms": .., "sequences_per_second": ..}, ...] for every rank (gathered where the
+/// communicator offers ExtendedCollectives; only this rank's entry otherwise).
 nlohmann::json per_rank_throughput(const RankGroup& group, double step_ms, double sequences_per_second);
 
 }  // namespace loom::host

@@ -6,14 +6,14 @@
 namespace loom::host {
 
 GradientSyncOptions gradient_sync_options(bool post_accumulation, double bucket_mb, bool grads_are_a_copy) {
-  return {!post_accumulation && !grads_are_a_copy, static_cast<size_t>(bucket_mb * (1 << 20) / sizeof(float))};
+  return {!post_accumulation && !grads_are_a_copy,
+          static_cast<size_t>(bucket_mb * (1 << 20) / sizeof(float))};
 }
 
-GradientSync::GradientSync(const Component<loom::Communicator>& communicator,
-                           loom::Communicator2* communicator2, float* grads, size_t total,
+GradientSync::GradientSync(const Component<loom::Communicator>& communicator, float* grads, size_t total,
                            GradientSyncOptions options)
     : communicator_(communicator),
-      communicator2_(communicator2),
+      collectives_(communicator.find<loom::ExtendedCollectives>()),
       grads_(grads),
       total_(total),
       options_(options),
@@ -23,8 +23,8 @@ GradientSync::GradientSync(const Component<loom::Communicator>& communicator,
 
 void GradientSync::start_bucket(size_t first, size_t end) {
   communicator_.call([&](loom::Communicator&) {
-    in_flight_.push_back(communicator2_->start_all_reduce(grads_ + first, end - first, loom::DType::f32,
-                                                          loom::ReduceOp::mean));
+    in_flight_.push_back(
+        collectives_->start_all_reduce(grads_ + first, end - first, loom::DType::f32, loom::ReduceOp::mean));
   });
   unsent_end_ = first;
 }
@@ -35,7 +35,7 @@ void GradientSync::grads_final_from(size_t first) {
     start_bucket(first, unsent_end_);
   // Collectives progress only inside MPI calls: poll the oldest between blocks of backward.
   communicator_.call([&](loom::Communicator&) {
-    while (!in_flight_.empty() && communicator2_->test(in_flight_.front())) in_flight_.pop_front();
+    while (!in_flight_.empty() && collectives_->test(in_flight_.front())) in_flight_.pop_front();
   });
 }
 
@@ -44,7 +44,7 @@ void GradientSync::finish() {
   if (overlapping()) {
     if (unsent_end_ > 0) start_bucket(0, unsent_end_);
     communicator_.call([&](loom::Communicator&) {
-      for (; !in_flight_.empty(); in_flight_.pop_front()) communicator2_->wait(in_flight_.front());
+      for (; !in_flight_.empty(); in_flight_.pop_front()) collectives_->wait(in_flight_.front());
     });
     unsent_end_ = total_;
   } else {

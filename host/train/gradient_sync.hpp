@@ -5,7 +5,7 @@
 //   reports that elements [first, total) are complete; whenever at least `bucket_elements` of
 //   them wait, they go out as one non-blocking all-reduce while backward goes on, and the
 //   backward hook drives the progress of those in flight. `finish()` sends the rest and waits.
-//   Needs a communicator of interface version 2; with version 1 it falls back to:
+//   Needs a communicator that offers ExtendedCollectives; without it, it falls back to:
 // - post-accumulation: `finish()` all-reduces the whole buffer once after backward (as NVIDIA's
 //   reference does with allreduce_post_accumulation).
 // Every rank issues the same buckets in the same order (the offsets come from the model's block
@@ -15,8 +15,9 @@
 #include <cstddef>
 #include <deque>
 
+#include "loom/sdk/communicator.hpp"
+#include "loom/sdk/extended_collectives.hpp"
 #include "plugins/component.hpp"
-#include "loom/sdk/communicator2.hpp"
 
 namespace loom::host {
 
@@ -32,11 +33,11 @@ GradientSyncOptions gradient_sync_options(bool post_accumulation, double bucket_
 
 class GradientSync {
  public:
-  GradientSync(const Component<loom::Communicator>& communicator, loom::Communicator2* communicator2,
-               float* grads, size_t total, GradientSyncOptions options);
+  GradientSync(const Component<loom::Communicator>& communicator, float* grads, size_t total,
+               GradientSyncOptions options);
 
   /// True when buckets overlap backward (overlap requested and the communicator can).
-  bool overlapping() const { return communicator2_ != nullptr && options_.overlap; }
+  bool overlapping() const { return collectives_ != nullptr && options_.overlap; }
   /// Overlapped mode: gradient elements [first, total) are final (the model's backward hook).
   void grads_final_from(size_t first);
   /// Completes the mean over ranks of the whole buffer.
@@ -49,7 +50,7 @@ class GradientSync {
   void start_bucket(size_t first, size_t end);
 
   const Component<loom::Communicator>& communicator_;
-  loom::Communicator2* communicator2_;
+  loom::ExtendedCollectives* collectives_;  // nullptr when the communicator does not offer them
   float* grads_;
   size_t total_;
   GradientSyncOptions options_;

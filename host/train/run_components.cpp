@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include "recipe/errors.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/vocabulary_file.hpp"
+#include "recipe/errors.hpp"
 
 namespace loom::host {
 
@@ -70,10 +70,6 @@ RunComponents create_run_components(const Recipe& recipe, const PluginRegistry& 
   }
   RunComponents c;
   c.communicator = create_table_component<loom::Communicator>(recipe, registry, "communicator", "local");
-  const std::string name = c.communicator.name().substr(c.communicator.name().find('/') + 1);
-  const ComponentEntry* entry = registry.find(LOOM_KIND_COMMUNICATOR, name);
-  if (entry != nullptr && entry->descriptor->interface_version >= loom::Communicator2::kInterfaceVersion)
-    c.communicator2 = static_cast<loom::Communicator2*>(c.communicator.get());
   c.backend = create_table_component<loom::Backend>(recipe, registry, "backend", "");
   c.precision = create_table_component<loom::Precision>(recipe, registry, "precision", "fp32");
   c.tokenizer = create_table_component<loom::Tokenizer>(recipe, registry, "tokenizer", "");

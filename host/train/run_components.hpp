@@ -11,25 +11,22 @@
 #include <optional>
 #include <string>
 
-#include "plugins/component.hpp"
-#include "plugins/plugin_registry.hpp"
-#include "recipe/recipe.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/communicator.hpp"
-#include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/optimizer.hpp"
 #include "loom/sdk/precision.hpp"
 #include "loom/sdk/schedule.hpp"
 #include "loom/sdk/tokenizer.hpp"
+#include "plugins/component.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "recipe/recipe.hpp"
 
 namespace loom::host {
 
 struct RunComponents {
+  /// Its extras, where it offers them, are `communicator.find<loom::ExtendedCollectives>()`.
   Component<loom::Communicator> communicator;
-  /// The same object when it implements interface version 2 (communicator/mpi, /nccl), else
-  /// nullptr (communicator/local): calls go through `communicator.call`.
-  loom::Communicator2* communicator2 = nullptr;
   Component<loom::Backend> backend;
   Component<loom::Precision> precision;
   Component<loom::Tokenizer> tokenizer;  ///< empty when the recipe has no [tokenizer]

@@ -17,8 +17,7 @@ GradientSync gradient_sync(RunComponents& components, const RunSettings& setting
         "(overlapped buckets need device collectives)");
   // One process never all-reduces: the gradients' host view is then left unallocated (on a device
   // backend that is a second copy of every gradient, unused on the backend path).
-  return GradientSync(components.communicator, components.communicator2, world > 1 ? grads.data() : nullptr,
-                      grads.size(), options);
+  return GradientSync(components.communicator, world > 1 ? grads.data() : nullptr, grads.size(), options);
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ struct Trainer::State {
   // reading go through them (batch_prefetcher.hpp).
   const StepRunner* steps = nullptr;
 
-  RankGroup group() const { return {components.communicator, components.communicator2, rank, world}; }
+  RankGroup group() const { return {components.communicator, rank, world}; }
   Model& model() { return *setup.model; }
   loom::Backend& backend() { return *components.backend.get(); }
   // The optimizer's state in backend memory on the backend path (checkpoints copy it), else none.

@@ -1,5 +1,7 @@
-// communicator/mpi: the processes of an `mpirun`/`srun` job through Open MPI (interface
-// version 2, communicator2.hpp).
+// communicator/mpi: the processes of an `mpirun`/`srun` job through Open MPI, offering the
+// named interface ExtendedCollectives (extended_collectives.hpp). The class also derives from
+// Communicator2 and registers as interface version 2, which is how hosts from before the named
+// interface reach the same methods (communicator2.hpp); each override serves both bases.
 //
 // Every collective is started non-blocking and completed by polling (mpi_completion.hpp), so a
 // dead or stalled peer turns into an error naming it after `timeout_s` instead of a hang. Host
@@ -16,13 +18,14 @@
 #include <vector>
 
 #include "loom/sdk/communicator2.hpp"
+#include "loom/sdk/extended_collectives.hpp"
 #include "loom/sdk/plugin.hpp"
 
 #include "mpi_completion.hpp"
 
 namespace loom_mpi {
 
-class MpiCommunicator : public loom::Communicator2 {
+class MpiCommunicator : public loom::Communicator2, public loom::ExtendedCollectives {
  public:
   /// Reads `timeout_s`; initialises MPI unless `context.dry_run()` (or MPI is already up).
   explicit MpiCommunicator(loom::ComponentContext& context);

@@ -1,9 +1,9 @@
 // Communicator: the processes of one run and the collectives the trainer needs.
 //
 // One process per device. Rank 0 writes checkpoints and metrics. Implementations: `local` (one
-// process, in plugins/core) implements this interface version (1, host memory only); `mpi` and
-// `nccl` implement version 2 (communicator2.hpp: non-blocking, typed and device-buffer
-// collectives), which extends this one. The host drives both versions.
+// process, in plugins/core: host memory only, this interface alone); `mpi` and `nccl` also offer
+// the named interface ExtendedCollectives (extended_collectives.hpp: non-blocking, typed and
+// device-buffer collectives, all-gather), which the host asks for and uses where it is offered.
 #pragma once
 
 #include <cstddef>

@@ -1,38 +1,26 @@
-// Communicator2: interface version 2 of the communicator kind — what data-parallel training
-// across processes needs beyond version 1 (communicator.hpp), which stays as it is.
+// Communicator2: interface version 2 of the communicator kind, frozen (its vtable is plugin ABI).
+// The methods it adds to `Communicator` are now the named interface ExtendedCollectives
+// (extended_collectives.hpp), which the host asks every communicator for; it no longer calls
+// through this class.
 //
-// Adds: the rank on this node, all-gather, typed all-reduce (f32, bf16) on host memory,
-// non-blocking host all-reduce the trainer overlaps with backward, and stream-ordered
-// collectives on device buffers (`communicator/nccl`). A plugin built against version 1 keeps
-// loading: the host drives it through `Communicator` only.
-//
-// Contract:
-// - Collectives are matched by call order: every rank issues the same collectives (including
-//   the non-blocking ones) in the same order with the same counts.
-// - A peer that dies or stops answering turns into a loom::Error naming that rank within the
-//   implementation's timeout (`[communicator] timeout_s`); after such an error the communicator
-//   is broken and every later call throws. Nothing hangs forever.
-// - Non-blocking: `start_all_reduce` returns a handle; the buffer must stay untouched until
-//   `wait(handle)` returned (or `test(handle)` returned true). `test` also drives progress of
-//   every started collective, so calling it between pieces of other work overlaps the two.
-// - Device methods take a backend's device pointers and its stream (`cudaStream_t` as void*);
-//   they enqueue the collective on that stream and return without waiting. A communicator
-//   without device support returns false from `device_buffers()` and throws from them.
+// Why it stays: hosts built before ExtendedCollectives cast a component declaring interface
+// version 2 to this class to reach those methods, so a communicator that derives from both,
+// registers as `component<Communicator2, Mine>(..., offers<ExtendedCollectives>{})` and overrides
+// each method once (one override serves both bases) keeps its extras on those hosts too
+// (communicator/mpi, /nccl). A plugin built against an earlier SDK, declaring version 2 without
+// offering ExtendedCollectives, keeps loading and runs through `Communicator` alone. New
+// communicators need only `Communicator` and ExtendedCollectives. The contract of every method is
+// ExtendedCollectives'.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "loom/sdk/communicator.hpp"
+#include "loom/sdk/extended_collectives.hpp"
 #include "loom/sdk/tensor.hpp"
 
 LOOM_SDK_NAMESPACE_BEGIN
-
-/// How an all-reduce combines the ranks' values.
-enum class ReduceOp : int32_t { sum = 0, mean = 1 };
-
-/// A started non-blocking collective; 0 is never a valid handle.
-using CollectiveHandle = uint64_t;
 
 class Communicator2 : public Communicator {
  public:
