@@ -150,8 +150,8 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
   auto dataset =
       registry->create<loom::Dataset>(*entry_of(LOOM_KIND_DATASET, "squad", "data"),
                                       host::ComponentConfig{"data", data_toml, "", "(loom predict)"}, false);
-  dataset.invoke(&loom::Dataset::open, loom::DatasetSetup{0, 1, 0, tokenizer.get()});
-  const loom::BatchLimits limits = dataset.invoke(&loom::Dataset::limits);
+  dataset.call([&](loom::Dataset& d) { d.open(loom::DatasetSetup{0, 1, 0, tokenizer.get()}); });
+  const loom::BatchLimits limits = dataset.call([](loom::Dataset& d) { return d.limits(); });
 
   std::vector<std::string> blocks{"bert.embeddings"};
   for (int i = 0; i < config.num_hidden_layers; ++i) blocks.push_back("bert.encoder-layer");

@@ -163,7 +163,7 @@ void print_memory_account(const GlobalOptions& options, const BenchArguments& a)
   const int rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
   const std::string host_path = host::BackendUpdate::host_path_reason(c, *c.backend.get(), world);
   const size_t state_tensors =
-      host_path.empty() ? c.optimizer.invoke(&loom::Optimizer::num_state_tensors) : 0;
+      host_path.empty() ? c.optimizer.call([](loom::Optimizer& o) { return o.num_state_tensors(); }) : 0;
   const host::MemoryAccount account =
       host::account_device_memory(*built.model, shape, state_tensors, host_path.empty());
   if (rank != 0) return;
@@ -277,7 +277,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   if (times.max_host_waits >= 0) result["syncs_per_step"] = times.max_host_waits;
   // Device memory by class, beside what the backend's allocator reports when it does.
   const host::MemoryAccount account = host::account_device_memory(
-      model, model.reserved(), on_backend ? c.optimizer.invoke(&loom::Optimizer::num_state_tensors) : 0,
+      model, model.reserved(),
+      on_backend ? c.optimizer.call([](loom::Optimizer& o) { return o.num_state_tensors(); }) : 0,
       on_backend != nullptr);
   const loom::MemoryUsage* memory_usage = c.backend.find<loom::MemoryUsage>();
   const std::optional<loom::MemoryUsageBytes> memory =

@@ -11,8 +11,9 @@
 // (InputError, PluginError, RecipeError, FileWriteError) raised by host code the body runs — an
 // evaluation pass inside a dataset's call, a nested component's call — passes unchanged: it
 // already names its source, and a second prefix would name the wrong one.
-// `invoke` is the same guard for the common case of one member function call:
-// `optimizer.invoke(&loom::Optimizer::successful_steps)` rather than a lambda around it.
+// `call` is the one idiom for guarded calls, one method or several:
+// `optimizer.call([](loom::Optimizer& o) { return o.successful_steps(); })`; a named interface
+// the component offers is called inside its guard too (docs/decisions/one-guarded-call-idiom.md).
 #pragma once
 
 #include <exception>
@@ -62,16 +63,6 @@ class Component {
       throw PluginError("plugin '" + plugin_ + "', component " + name_ +
                         ": threw an exception not derived from std::exception");
     }
-  }
-
-  /// `(interface.*method)(args...)` under the same guard as `call`.
-  template <typename Result, typename Object, typename... Params, typename... Args>
-  Result invoke(Result (Object::*method)(Params...), Args&&... args) const {
-    return call([&](Interface& object) -> Result { return (object.*method)(std::forward<Args>(args)...); });
-  }
-  template <typename Result, typename Object, typename... Params, typename... Args>
-  Result invoke(Result (Object::*method)(Params...) const, Args&&... args) const {
-    return call([&](Interface& object) -> Result { return (object.*method)(std::forward<Args>(args)...); });
   }
 
   /// The component's implementation of named interface `I` (loom/sdk/interfaces.hpp), or nullptr

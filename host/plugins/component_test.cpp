@@ -20,14 +20,14 @@ struct Reader {
 TEST(ComponentGuard, DataFileErrorsAreInputErrorsOthersPluginErrors) {
   const Component<Reader> reader(std::make_shared<Reader>(), "datasets", "dataset/text-classification");
   try {
-    reader.invoke(&Reader::read, true);
+    reader.call([](Reader& r) { return r.read(true); });
     FAIL() << "no exception";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),
                  "plugin 'datasets', component dataset/text-classification: data.tsv:3: has 2 tab-separated "
                  "columns, task \"cola\" needs 4");
   }
-  EXPECT_THROW(reader.invoke(&Reader::read, false), PluginError);
+  EXPECT_THROW(reader.call([](Reader& r) { return r.read(false); }), PluginError);
 }
 
 }  // namespace

@@ -86,24 +86,25 @@ TEST(PluginCompatibility, BinaryBuiltAgainstSdk02LoadsAsABackendWithoutNamedInte
   EXPECT_EQ(backend.find<loom::DeviceDescription>(), nullptr);
   const float values[4] = {0, 0, 0, 0};
   float back[4] = {};
-  void* memory = backend.invoke(&loom::Backend::allocate, sizeof values);
+  void* memory = backend.call([&](loom::Backend& b) { return b.allocate(sizeof values); });
   ASSERT_NE(memory, nullptr);
-  backend.invoke(&loom::Backend::copy_from_host, memory, static_cast<const void*>(values), sizeof values);
-  backend.invoke(&loom::Backend::fill,
-                 loom::Tensor::contiguous(memory, loom::DType::f32, {4}, loom::Device{}), 2.5);
-  backend.invoke(&loom::Backend::copy_to_host, static_cast<void*>(back), static_cast<const void*>(memory),
-                 sizeof back);
+  backend.call([&](loom::Backend& b) { b.copy_from_host(memory, values, sizeof values); });
+  backend.call([&](loom::Backend& b) {
+    b.fill(loom::Tensor::contiguous(memory, loom::DType::f32, {4}, loom::Device{}), 2.5);
+  });
+  backend.call([&](loom::Backend& b) { b.copy_to_host(back, memory, sizeof back); });
   for (float v : back) EXPECT_EQ(v, 2.5f);
   try {
-    backend.invoke(&loom::Backend::zero,
-                   loom::Tensor::contiguous(memory, loom::DType::f32, {4}, loom::Device{}));
+    backend.call([&](loom::Backend& b) {
+      b.zero(loom::Tensor::contiguous(memory, loom::DType::f32, {4}, loom::Device{}));
+    });
     FAIL() << "zero did not throw";
   } catch (const PluginError& e) {
     EXPECT_NE(std::string(e.what()).find("zero is not implemented by the SDK 0.2 fixture backend"),
               std::string::npos)
         << e.what();
   }
-  backend.invoke(&loom::Backend::deallocate, memory);
+  backend.call([&](loom::Backend& b) { b.deallocate(memory); });
 }
 
 TEST(PluginCompatibility, NewerInterfaceVersionIsRefusedNamingBothVersions) {

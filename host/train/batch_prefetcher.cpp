@@ -10,7 +10,7 @@ BatchPrefetcher::BatchPrefetcher(const Component<loom::Dataset>& data, const loo
     : data_(data) {
   if (depth == 0) throw std::invalid_argument("BatchPrefetcher: depth must be at least 1");
   for (size_t i = 0; i < depth + 1; ++i) slots_.push_back(std::make_unique<Slot>(limits));
-  cursor_ = data_.invoke(&loom::Dataset::cursor);
+  cursor_ = data_.call([](loom::Dataset& d) { return d.cursor(); });
   thread_ = std::thread([this] { read_ahead(); });
 }
 

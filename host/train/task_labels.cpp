@@ -18,7 +18,7 @@ std::string joined(const std::vector<std::string>& names) {
 std::vector<std::string> split_names(const Component<loom::Dataset>& split, const loom::BatchLimits& limits) {
   std::vector<std::string> names;
   for (int32_t i = 0; i < limits.num_labels; ++i) {
-    const char* name = split.invoke(&loom::Dataset::label_name, i);
+    const char* name = split.call([&](loom::Dataset& d) { return d.label_name(i); });
     if (name == nullptr) return {};
     names.emplace_back(name);
   }
@@ -28,7 +28,7 @@ std::vector<std::string> split_names(const Component<loom::Dataset>& split, cons
 }  // namespace
 
 TaskLabels dataset_task_labels(const Component<loom::Dataset>& data, const std::string& source) {
-  const loom::BatchLimits limits = data.invoke(&loom::Dataset::limits);
+  const loom::BatchLimits limits = data.call([](loom::Dataset& d) { return d.limits(); });
   if (limits.task != loom::BatchTask::classification || limits.num_labels < 2) return {{}, source};
   return {split_names(data, limits), source};
 }
@@ -60,7 +60,7 @@ void hand_task_labels(const Component<loom::Dataset>& split, const TaskLabels& l
 
 void check_split_labels(const Component<loom::Dataset>& split, const std::string& table,
                         const TaskLabels& labels, int32_t num_labels) {
-  const loom::BatchLimits limits = split.invoke(&loom::Dataset::limits);
+  const loom::BatchLimits limits = split.call([](loom::Dataset& d) { return d.limits(); });
   if (limits.task != loom::BatchTask::classification) return;
   if (labels.names.empty()) {
     if (limits.num_labels != num_labels)

@@ -86,23 +86,24 @@ double average_over_ranks(const StepParts& p, const MicroBatchesRun& run) {
 
 // The precision policy's decision from a scan of the gradients' host view.
 loom::PrecisionDecision decide_on_host(const StepParts& p) {
-  const bool nonfinite = p.components.precision.invoke(
-      &loom::Precision::any_nonfinite, static_cast<const float*>(p.grads.data()), p.grads.size());
-  return p.components.precision.invoke(&loom::Precision::after_backward, nonfinite);
+  return p.components.precision.call([&](loom::Precision& policy) {
+    return policy.after_backward(policy.any_nonfinite(p.grads.data(), p.grads.size()));
+  });
 }
 
 void apply_update(const StepParts& p, double grad_scale, StepOutcome& out) {
   const Component<loom::Optimizer>& optimizer = p.components.optimizer;
-  const double base_lr = optimizer.invoke(&loom::Optimizer::base_lr);
-  const uint64_t done = optimizer.invoke(&loom::Optimizer::successful_steps);
-  out.lr = p.components.schedule.invoke(&loom::Schedule::lr, base_lr, done);
+  const double base_lr = optimizer.call([](loom::Optimizer& o) { return o.base_lr(); });
+  const uint64_t done = optimizer.call([](loom::Optimizer& o) { return o.successful_steps(); });
+  out.lr = p.components.schedule.call([&](loom::Schedule& s) { return s.lr(base_lr, done); });
   out.applied = true;
   if (p.backend_update != nullptr) {  // master weights, state and gradients stay on the backend
     p.backend_update->update(loom::OptimizerStepArgs{out.lr, grad_scale});
     return;
   }
-  const loom::OptimizerStepResult result = optimizer.invoke(
-      &loom::Optimizer::step, p.master.data(), p.grads.data(), loom::OptimizerStepArgs{out.lr, grad_scale});
+  const loom::OptimizerStepResult result = optimizer.call([&](loom::Optimizer& o) {
+    return o.step(p.master.data(), p.grads.data(), loom::OptimizerStepArgs{out.lr, grad_scale});
+  });
   out.grad_norm = result.grad_norm;
   p.master.push();
   p.model.refresh_compute_weights();
@@ -117,7 +118,7 @@ StepOutcome train_step(const StepParts& p, uint64_t step, bool measure_mlm_accur
   if (phases != nullptr) phases->start();
   p.model.zero_grads();
   end_phase(phases, StepPhase::backward);  // the gradients backward accumulates into
-  out.loss_scale = p.components.precision.invoke(&loom::Precision::loss_scale);
+  out.loss_scale = p.components.precision.call([](loom::Precision& policy) { return policy.loss_scale(); });
   const MicroBatchesRun run =
       accumulate_gradients(p, step, out.loss_scale, measure_mlm_accuracy, out.losses, phases);
   if (p.backend_update == nullptr) p.grads.pull();  // host path on a device: one bulk device → host copy

@@ -94,8 +94,8 @@ Trainer::Trainer(const Recipe& recipe, const PluginRegistry& registry, TrainOpti
   s.resolved_recipe = recipe.to_toml();
   s.components = create_run_components(recipe, registry);
   RunComponents& c = s.components;
-  s.rank = c.communicator.invoke(&loom::Communicator::rank);
-  s.world = c.communicator.invoke(&loom::Communicator::size);
+  s.rank = c.communicator.call([](loom::Communicator& m) { return m.rank(); });
+  s.world = c.communicator.call([](loom::Communicator& m) { return m.size(); });
   check_launch_matches(detect_launch_environment(), c.communicator.name(), s.rank, s.world);
   if (s.rank != 0) spdlog::set_level(std::max(spdlog::get_level(), spdlog::level::warn));
 
@@ -158,7 +158,8 @@ TrainSummary Trainer::run() {
     window.add(outcome);
     if (outcome.grad_norm) grad_norm = *outcome.grad_norm;
     if (log_step) {
-      const uint64_t skipped = c.precision.invoke(&loom::Precision::skipped_steps);
+      const uint64_t skipped =
+          c.precision.call([](loom::Precision& policy) { return policy.skipped_steps(); });
       const nlohmann::json record =
           window.close(s.group(), s.step, outcome, steps.loss_sums().take(), skipped, grad_norm);
       const double per_step = std::chrono::duration<double>(Clock::now() - loop_start).count() /
@@ -201,18 +202,18 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
   const loom::DatasetSetup data_setup{rank, world, settings.seed, c.tokenizer ? c.tokenizer.get() : nullptr};
   // Every rank evaluates the whole evaluation set (same numbers everywhere; rank 0 records them).
   const loom::DatasetSetup eval_setup{0, 1, settings.seed, data_setup.tokenizer};
-  c.data.invoke(&loom::Dataset::open, data_setup);
-  const loom::BatchLimits limits = c.data.invoke(&loom::Dataset::limits);
+  c.data.call([&](loom::Dataset& d) { d.open(data_setup); });
+  const loom::BatchLimits limits = c.data.call([](loom::Dataset& d) { return d.limits(); });
   loom::ActivationShape shape = activation_shape_for(limits);
   buffers = std::make_unique<HostBatchBuffers>(limits);
   if (c.eval_data) {
     // One label map per task: the evaluation split numbers its classes as the training split does.
     const TaskLabels task_labels = dataset_task_labels(c.data, "the training split [data]");
     hand_task_labels(c.eval_data, task_labels);
-    c.eval_data.invoke(&loom::Dataset::open, eval_setup);
+    c.eval_data.call([&](loom::Dataset& d) { d.open(eval_setup); });
     if (limits.task == loom::BatchTask::classification)
       check_split_labels(c.eval_data, "eval_data", task_labels, limits.num_labels);
-    const loom::BatchLimits eval_limits = c.eval_data.invoke(&loom::Dataset::limits);
+    const loom::BatchLimits eval_limits = c.eval_data.call([](loom::Dataset& d) { return d.limits(); });
     const loom::ActivationShape eval_shape = activation_shape_for(eval_limits);
     shape = {std::max(shape.batch, eval_shape.batch), std::max(shape.seq, eval_shape.seq),
              std::max(shape.max_masked, eval_shape.max_masked)};
@@ -226,7 +227,7 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
     // Hugging Face's label maps, so `loom predict` and BertForSequenceClassification name classes.
     nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
     for (int32_t i = 0; i < limits.num_labels; ++i) {
-      const char* name = c.data.invoke(&loom::Dataset::label_name, i);
+      const char* name = c.data.call([&](loom::Dataset& d) { return d.label_name(i); });
       const std::string label = name != nullptr ? name : "LABEL_" + std::to_string(i);
       id2label[std::to_string(i)] = label;
       label2id[label] = i;
@@ -243,10 +244,11 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
   staging = std::make_unique<BatchStaging>(backend(), shape);
 
   const auto segments = model().parameters().segments();
-  c.optimizer.invoke(&loom::Optimizer::setup, segments.data(), segments.size(),
-                     model().parameters().total_elements());
+  c.optimizer.call([&](loom::Optimizer& o) {
+    o.setup(segments.data(), segments.size(), model().parameters().total_elements());
+  });
   backend_update = BackendUpdate::attach_if_offered(c, model(), world);  // before any state is restored
-  c.schedule.invoke(&loom::Schedule::setup, settings.steps);
+  c.schedule.call([&](loom::Schedule& s) { s.setup(settings.steps); });
 }
 
 void Trainer::State::resume_or_initialise() {
@@ -279,9 +281,9 @@ void Trainer::State::resume_or_initialise() {
     if (!saved.recipe_sha256.empty() &&
         saved.recipe_sha256 != sha256_hex(resolved_recipe.data(), resolved_recipe.size()))
       spdlog::warn("the recipe differs from the one {} was written with", resume_from->string());
-    c.optimizer.invoke(&loom::Optimizer::set_successful_steps, saved.successful_steps);
-    c.precision.invoke(&loom::Precision::restore_state, saved.scaler);
-    c.data.invoke(&loom::Dataset::seek, saved.cursor);
+    c.optimizer.call([&](loom::Optimizer& o) { o.set_successful_steps(saved.successful_steps); });
+    c.precision.call([&](loom::Precision& policy) { policy.restore_state(saved.scaler); });
+    c.data.call([&](loom::Dataset& d) { d.seek(saved.cursor); });
     step = saved.step;
     resumed_from = *resume_from;
     spdlog::info("resumed from {} at step {}", resume_from->string(), step);
@@ -301,9 +303,10 @@ void Trainer::State::save_checkpoint(RunReporter& reporter, TrainSummary& summar
   RunComponents& c = components;
   RunState state;
   state.step = step;
-  state.successful_steps = c.optimizer.invoke(&loom::Optimizer::successful_steps);
-  state.scaler = c.precision.invoke(&loom::Precision::state);
-  state.cursor = steps != nullptr ? steps->data_cursor() : c.data.invoke(&loom::Dataset::cursor);
+  state.successful_steps = c.optimizer.call([](loom::Optimizer& o) { return o.successful_steps(); });
+  state.scaler = c.precision.call([](loom::Precision& policy) { return policy.state(); });
+  state.cursor =
+      steps != nullptr ? steps->data_cursor() : c.data.call([](loom::Dataset& d) { return d.cursor(); });
   state.seed = settings.seed;
   state.recipe_sha256 = sha256_hex(resolved_recipe.data(), resolved_recipe.size());
   state.sdk_version = loom::kSdkVersion;
@@ -351,8 +354,7 @@ RunControl::Boundary Trainer::State::step_boundary(RunReporter& reporter, TrainS
   RunControl::Boundary boundary = rank == 0 ? control.at_step_boundary(step) : RunControl::Boundary{};
   if (world > 1 && !settings.metrics_listen.empty()) {
     int32_t flags[2] = {boundary.checkpoint_now, boundary.stop};
-    components.communicator.invoke(&loom::Communicator::broadcast, static_cast<void*>(flags), sizeof flags,
-                                   0);
+    components.communicator.call([&](loom::Communicator& m) { m.broadcast(flags, sizeof flags, 0); });
     boundary = {flags[0] != 0, flags[1] != 0};
   }
   if (boundary.checkpoint_now) {
