@@ -1,8 +1,10 @@
 // Bias, activations and the residual add: bias_add and bias_grad (with a period), bias + GELU (erf
 // and tanh) forward and backward, tanh, add and axpby — against float64 references and central
 // differences, 16-bit storage against f32 (one rounding of the output), and against the reference
-// backend at odd sizes, with and without a bias, in place and over many rows.
+// backend at odd sizes, with and without a bias, in place and over many rows; bias + GELU backward
+// with its 16-bit copy (BiasGeluBackwardCopy) against the op and a cast.
 #include "backend_op_case.hpp"
+#include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
 
 namespace loom_backend_ops {
 namespace {
@@ -129,6 +131,48 @@ TEST_P(Activations, BiasGeluEveryDtypeAsTheReference) {
         expect_close(read(dx_dev), dx.floats(), kElementwiseGradientAcrossImplementations, what + " dx");
         expect_close(read(dbias_dev), dbias.floats(), kColumnSumsAcrossImplementations, what + " dbias");
       }
+}
+
+// BiasGeluBackwardCopy: dx, dbias bit for bit bias_gelu_backward's on the same backend, and
+// dx_compute the bits of cast(dx) there — at a width the vectorized path takes (768) and one it
+// does not (771), dx aliasing dy or not; a copy that is not 16-bit, or aliases dx, is refused.
+TEST_P(Activations, BiasGeluBackwardCopyIsTheOpThenTheCast) {
+  auto* op = offered<loom::BiasGeluBackwardCopy>();
+  if (op == nullptr) GTEST_SKIP() << backend_label() << " does not offer BiasGeluBackwardCopy";
+  const int64_t rows = 23;
+  for (int64_t cols : {int64_t{768}, int64_t{771}})
+    for (DType copy_dtype : {DType::bf16, DType::f16})
+      for (bool in_place : {false, true}) {
+        const std::string what = std::to_string(cols) + " columns, " + loom::dtype_name(copy_dtype) +
+                                 (in_place ? ", dx aliasing dy" : "");
+        const HostTensor x = HostTensor::of(random_floats(rows * cols, 61, -4.0f, 4.0f), DType::bf16, {rows, cols});
+        const HostTensor bias = HostTensor::of(random_floats(cols, 62), DType::f32, {cols});
+        const HostTensor dy = HostTensor::of(random_floats(rows * cols, 63), DType::f32, {rows, cols});
+        const HostTensor dbias0 = HostTensor::of(random_floats(cols, 64), DType::f32, {cols});
+        DeviceTensor x_dev = upload(x), b_dev = upload(bias);
+        // The separate ops on this backend.
+        DeviceTensor dy_a = upload(dy), dx_a = upload_zeros(DType::f32, {rows, cols}), dbias_a = upload(dbias0);
+        DeviceTensor copy_a = upload_zeros(copy_dtype, {rows, cols});
+        backend().bias_gelu_backward(dy_a.view(), x_dev.view(), b_dev.view(), in_place ? dy_a.view() : dx_a.view(),
+                                     dbias_a.view(), loom::Gelu::erf);
+        backend().cast(in_place ? dy_a.view() : dx_a.view(), copy_a.view());
+        // The op.
+        DeviceTensor dy_b = upload(dy), dx_b = upload_zeros(DType::f32, {rows, cols}), dbias_b = upload(dbias0);
+        DeviceTensor copy_b = upload_zeros(copy_dtype, {rows, cols});
+        op->bias_gelu_backward_copy(dy_b.view(), x_dev.view(), b_dev.view(), in_place ? dy_b.view() : dx_b.view(),
+                                    copy_b.view(), dbias_b.view(), loom::Gelu::erf);
+        expect_same_bits((in_place ? dy_b : dx_b).download(), (in_place ? dy_a : dx_a).download(), what + ": dx");
+        expect_same_bits(dbias_b.download(), dbias_a.download(), what + ": dbias");
+        expect_same_bits(copy_b.download(), copy_a.download(), what + ": dx_compute");
+      }
+  DeviceTensor t = upload_zeros(DType::f32, {4, 8}), x16 = upload_zeros(DType::bf16, {4, 8});
+  DeviceTensor f32_copy = upload_zeros(DType::f32, {4, 8});
+  expect_error_naming(
+      [&] { op->bias_gelu_backward_copy(t.view(), x16.view(), {}, t.view(), f32_copy.view(), {}, loom::Gelu::erf); },
+      {"bias_gelu_backward_copy", "dx_compute"});
+  expect_error_naming(
+      [&] { op->bias_gelu_backward_copy(t.view(), x16.view(), {}, t.view(), x16.view(), {}, loom::Gelu::erf); },
+      {"bias_gelu_backward_copy", "alias"});
 }
 
 TEST_P(Activations, GeluInPlaceAndBackwardAliasingDy) {

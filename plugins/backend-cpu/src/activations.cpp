@@ -102,6 +102,17 @@ void CpuBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& 
                            threads_);
 }
 
+// BiasGeluBackwardCopy: the separate ops, bias_gelu_backward then cast, so both paths give the
+// same bits (the named interface saves a GPU a pass; here it only keeps the blocks on one path).
+void CpuBackend::bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
+                                         const loom::Tensor& dx, const loom::Tensor& dx_compute,
+                                         const loom::Tensor& dbias, loom::Gelu variant) {
+  const auto check = checks("bias_gelu_backward_copy");
+  loom_backend::check_bias_gelu_backward_copy(check, dy, x, bias, dx, dx_compute, dbias);
+  bias_gelu_backward(dy, x, bias, dx, dbias, variant);
+  cast(dx, dx_compute);
+}
+
 void CpuBackend::tanh_forward(const loom::Tensor& x, const loom::Tensor& y) {
   const auto check = checks("tanh_forward");
   loom_backend::check_tanh_forward(check, x, y);

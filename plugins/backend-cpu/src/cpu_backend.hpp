@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loom/sdk/backend.hpp"
+#include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
@@ -37,6 +38,7 @@ class CpuBackend final : public loom::Backend,
                          public loom::OptimizerSteps,
                          public loom::ResidualLayerNorm,
                          public loom::LinearBias,
+                         public loom::BiasGeluBackwardCopy,
                          public loom::OpProfiler,
                          public loom::MemoryUsage {
  public:
@@ -139,6 +141,11 @@ class CpuBackend final : public loom::Backend,
   // block would run itself, so the two paths agree bit for bit.
   void linear_bias_forward(const loom::Tensor& x, const loom::Tensor& w, const loom::Tensor& bias,
                            const loom::Tensor& y, const loom::Tensor& scratch) override;
+
+  // BiasGeluBackwardCopy (named interface; activations.cpp): bias_gelu_backward, then cast.
+  void bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
+                               const loom::Tensor& dx, const loom::Tensor& dx_compute, const loom::Tensor& dbias,
+                               loom::Gelu variant) override;
 
   // OptimizerSteps (named interface; optimizer_steps.cpp): the passes of plugins/optimizer-passes,
   // bit for bit what the host optimizers of plugins/optim compute.

@@ -94,21 +94,25 @@ __global__ void bias_gelu_forward_quads_kernel(const SX* x, const float* bias, S
   }
 }
 
-/// dx = dy ⊙ gelu'(x + bias); dx may alias dy.
-template <typename SX>
+/// dx = dy ⊙ gelu'(x + bias), and its 16-bit copy in dx_compute when that is given (rounded as
+/// cast rounds); dx may alias dy.
+template <typename SX, typename SC>
 __global__ void bias_gelu_backward_kernel(const float* dy, const SX* x, const float* bias, float* dx,
-                                          int64_t n, int64_t cols, bool erf_form) {
+                                          SC* dx_compute, int64_t n, int64_t cols, bool erf_form) {
   LOOM_GRID_STRIDE(e, n) {
     const float v = load(x, e) + (bias != nullptr ? bias[e % cols] : 0.0f);
-    dx[e] = dy[e] * gelu_derivative(v, erf_form);
+    const float g = dy[e] * gelu_derivative(v, erf_form);
+    dx[e] = g;
+    if (dx_compute != nullptr) store(dx_compute, e, g);
   }
 }
 
 /// bias_gelu_backward_kernel four elements per thread (quads as bias_gelu_forward_quads_kernel;
-/// dy and dx 16-byte aligned). dx may alias dy.
-template <typename SX>
+/// dy and dx 16-byte aligned, dx_compute is_quad_aligned when given). dx may alias dy.
+template <typename SX, typename SC>
 __global__ void bias_gelu_backward_quads_kernel(const float* dy, const SX* x, const float* bias, float* dx,
-                                                int64_t quads, int64_t col_quads, bool erf_form) {
+                                                SC* dx_compute, int64_t quads, int64_t col_quads,
+                                                bool erf_form) {
   LOOM_GRID_STRIDE(q, quads) {
     float g[4], v[4], b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     load_quad(dy, q, 4 * quads, true, g);
@@ -117,6 +121,7 @@ __global__ void bias_gelu_backward_quads_kernel(const float* dy, const SX* x, co
 #pragma unroll
     for (int j = 0; j < 4; ++j) g[j] = g[j] * gelu_derivative(v[j] + b[j], erf_form);
     store_quad(dx, q, 4 * quads, true, g);
+    if (dx_compute != nullptr) store_quad(dx_compute, q, 4 * quads, true, g);
   }
 }
 
@@ -241,26 +246,47 @@ void CudaBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& b
 void CudaBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
                                      const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) {
   const auto check = checks("bias_gelu_backward");
-  const int64_t cols = loom_backend::check_bias_gelu_backward(check, dy, x, bias, dx, dbias);
+  loom_backend::check_bias_gelu_backward(check, dy, x, bias, dx, dbias);
+  gelu_gradient(dy, x, bias, dx, loom::Tensor{}, dbias, variant, "bias_gelu_backward");
+}
+
+void CudaBackend::bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
+                                          const loom::Tensor& dx, const loom::Tensor& dx_compute,
+                                          const loom::Tensor& dbias, loom::Gelu variant) {
+  const auto check = checks("bias_gelu_backward_copy");
+  loom_backend::check_bias_gelu_backward_copy(check, dy, x, bias, dx, dx_compute, dbias);
+  gelu_gradient(dy, x, bias, dx, dx_compute, dbias, variant, "bias_gelu_backward_copy");
+}
+
+void CudaBackend::gelu_gradient(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
+                                const loom::Tensor& dx, const loom::Tensor& dx_compute, const loom::Tensor& dbias,
+                                loom::Gelu variant, const char* op) {
   const int64_t n = x.numel();
   if (n == 0) return;
+  const int64_t cols = x.shape[x.ndim - 1];
   const int64_t rows = n / cols;
   const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-  with_float_storage(x.dtype, "bias_gelu_backward", [&](auto xs) {
-    using SX = decltype(xs);
-    const auto* dys = static_cast<const float*>(dy.data);
-    const auto* xs_data = static_cast<const SX*>(x.data);
-    auto* dxs = static_cast<float*>(dx.data);
-    const bool erf_form = variant == loom::Gelu::erf;
-    if (cols % 4 == 0 && is_aligned16(dys) && is_quad_aligned<SX>(xs_data) && is_aligned16(dxs) &&
-        (b == nullptr || is_aligned16(b)))
-      bias_gelu_backward_quads_kernel<SX><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
-          dys, xs_data, b, dxs, n / 4, cols / 4, erf_form);
-    else
-      bias_gelu_backward_kernel<SX>
-          <<<grid_for(n, kThreads), kThreads, 0, stream_>>>(dys, xs_data, b, dxs, n, cols, erf_form);
+  // The copy's storage type; without a copy the kernels get a null BFloat16 pointer and store none.
+  const DType copy_dtype = dx_compute.defined() ? dx_compute.dtype : DType::bf16;
+  with_float_storage(x.dtype, op, [&](auto xs) {
+    with_float_storage(copy_dtype, op, [&](auto cs) {
+      using SX = decltype(xs);
+      using SC = decltype(cs);
+      const auto* dys = static_cast<const float*>(dy.data);
+      const auto* xs_data = static_cast<const SX*>(x.data);
+      auto* dxs = static_cast<float*>(dx.data);
+      auto* copy = static_cast<SC*>(dx_compute.data);
+      const bool erf_form = variant == loom::Gelu::erf;
+      if (cols % 4 == 0 && is_aligned16(dys) && is_quad_aligned<SX>(xs_data) && is_aligned16(dxs) &&
+          (b == nullptr || is_aligned16(b)) && (copy == nullptr || is_quad_aligned<SC>(copy)))
+        bias_gelu_backward_quads_kernel<SX, SC><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
+            dys, xs_data, b, dxs, copy, n / 4, cols / 4, erf_form);
+      else
+        bias_gelu_backward_kernel<SX, SC>
+            <<<grid_for(n, kThreads), kThreads, 0, stream_>>>(dys, xs_data, b, dxs, copy, n, cols, erf_form);
+    });
   });
-  check_launch("bias_gelu_backward");
+  check_launch(op);
   if (dbias.defined()) {
     // dbias = column sums of dx: read back the dx just written (stream order) in fixed order.
     const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
@@ -268,7 +294,7 @@ void CudaBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor&
     float* const out[1] = {static_cast<float*>(dbias.data)};
     accumulate_column_sums<1>(DenseColumnTerm{static_cast<const float*>(dx.data), cols}, plan, partial, out,
                               stream_);
-    check_launch("bias_gelu_backward");
+    check_launch(op);
   }
 }
 

@@ -26,6 +26,7 @@
 #include "caching_allocator.hpp"
 #include "device_error_record.hpp"
 #include "loom/sdk/backend.hpp"
+#include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
@@ -57,6 +58,7 @@ class CudaBackend final : public loom::Backend,
                           public loom::OptimizerSteps,
                           public loom::ResidualLayerNorm,
                           public loom::LinearBias,
+                          public loom::BiasGeluBackwardCopy,
                           public loom::TransferCounter,
                           public loom::OpProfiler,
                           public loom::MemoryUsage {
@@ -161,6 +163,12 @@ class CudaBackend final : public loom::Backend,
   void linear_bias_forward(const loom::Tensor& x, const loom::Tensor& w, const loom::Tensor& bias,
                            const loom::Tensor& y, const loom::Tensor& scratch) override;
 
+  // BiasGeluBackwardCopy (named interface; bias_activations.cu): the bias + GELU backward kernel
+  // stores dx's 16-bit copy in the pass that computes dx.
+  void bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
+                               const loom::Tensor& dx, const loom::Tensor& dx_compute, const loom::Tensor& dbias,
+                               loom::Gelu variant) override;
+
   /// Name and SM count from cudaGetDeviceProperties, the dense bf16 peak (device_peak.cpp) and
   /// the allocator's high-water mark.
   loom::DeviceInfo device_info() const override;
@@ -263,6 +271,10 @@ class CudaBackend final : public loom::Backend,
   void report_device_error(const char* where) const;
   /// Scales c by beta (or zeroes it for beta = 0): the K = 0 case of gemm. Any strides.
   void scale_strided(const loom::Tensor& c, float beta);
+  /// bias_gelu_backward with an optional 16-bit copy of dx (dx_compute absent: none), arguments
+  /// checked by the caller, errors naming `op`.
+  void gelu_gradient(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& dx,
+                     const loom::Tensor& dx_compute, const loom::Tensor& dbias, loom::Gelu variant, const char* op);
   /// cuBLASLt's column-major problem for the row-major c = op(a)·op(b) of validated operands with
   /// row strides lda, ldb, ldc (pointers, batches, alpha and beta left to the caller).
   ColumnMajorGemm column_major(DType ab, bool transpose_a, bool transpose_b, DType c,

@@ -30,6 +30,7 @@
 
 #include "bert_block.hpp"
 #include "components.hpp"
+#include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom/sdk/saved_attention_bytes.hpp"
@@ -69,6 +70,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     fused_ = fused_attention_ops_ != nullptr &&
              fused_attention_ops_->fused_attention(head_dim, config_.max_position_embeddings);
     add_norm_ = loom::find_backend_interface<loom::ResidualLayerNorm>(setup);
+    gelu_copy_ = loom::find_backend_interface<loom::BiasGeluBackwardCopy>(setup);
   }
 
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
@@ -146,11 +148,19 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     be().bias_gelu_forward(s.u, master(ffn_in_bias_), w.g, gelu());
     linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), w.g, ffn_out_weight_, Tensor{}, w.d_wide,
                     0.0f);
-    // g = gelu(u + bi), u = h1·Wiᵀ.
-    be().bias_gelu_backward(w.d_wide, s.u, master(ffn_in_bias_), w.d_wide, grad(ffn_in_bias_), gelu());
+    // g = gelu(u + bi), u = h1·Wiᵀ. In 16-bit compute the next GEMM's operand is dGELU's 16-bit
+    // copy, written in the same pass when the backend offers it.
+    Tensor d_wide_c;
+    if (reduced() && gelu_copy_ != nullptr) {
+      gelu_copy_->bias_gelu_backward_copy(w.d_wide, s.u, master(ffn_in_bias_), w.d_wide, w.d_wide_c,
+                                          grad(ffn_in_bias_), gelu());
+      d_wide_c = w.d_wide_c;
+    } else {
+      be().bias_gelu_backward(w.d_wide, s.u, master(ffn_in_bias_), w.d_wide, grad(ffn_in_bias_), gelu());
+      d_wide_c = to_compute(w.d_wide, w.d_wide_c);
+    }
     const Tensor h1_c = reduced() ? s.h1_c : s.h1;
-    linear_backward(w.d_wide, to_compute(w.d_wide, w.d_wide_c), h1_c, ffn_in_weight_, Tensor{}, w.d_dense,
-                    0.0f);
+    linear_backward(w.d_wide, d_wide_c, h1_c, ffn_in_weight_, Tensor{}, w.d_dense, 0.0f);
     be().axpby(1.0f, w.d_res, 1.0f, w.d_dense);  // + residual path into h1
 
     // h1 = LayerNorm(x1), x1 = dropout(ctx·Woᵀ + bo) + x. d_q holds the dense layer's output
@@ -416,6 +426,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
   QkvViews qkv_;        // the projections as one GEMM, when the parameters allow it (bind time)
   bool fused_ = false;  // attention through the backend's fused op (decided at setup)
   loom::ResidualLayerNorm* add_norm_ = nullptr;  // the backend's fused add & norm, when offered
+  loom::BiasGeluBackwardCopy* gelu_copy_ = nullptr;  // dGELU with its 16-bit copy, when offered
   size_t q_weight_ = 0, q_bias_ = 0, k_weight_ = 0, k_bias_ = 0, v_weight_ = 0, v_bias_ = 0, out_weight_ = 0,
          out_bias_ = 0, ln1_gamma_ = 0, ln1_beta_ = 0, ffn_in_weight_ = 0, ffn_in_bias_ = 0,
          ffn_out_weight_ = 0, ffn_out_bias_ = 0, ln2_gamma_ = 0, ln2_beta_ = 0;

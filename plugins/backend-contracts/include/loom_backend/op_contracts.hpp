@@ -258,6 +258,20 @@ inline int64_t check_bias_gelu_backward(const ArgumentChecks& check, const loom:
   return cols;
 }
 
+/// BiasGeluBackwardCopy (loom/sdk/ops/bias_gelu_backward_copy.hpp): bias_gelu_backward's arguments
+/// and the 16-bit copy of dx.
+inline int64_t check_bias_gelu_backward_copy(const ArgumentChecks& check, const loom::Tensor& dy,
+                                             const loom::Tensor& x, const loom::Tensor& bias,
+                                             const loom::Tensor& dx, const loom::Tensor& dx_compute,
+                                             const loom::Tensor& dbias) {
+  const int64_t cols = check_bias_gelu_backward(check, dy, x, bias, dx, dbias);
+  check.tensor("dx_compute", dx_compute, {DType::bf16, DType::f16});
+  check.same_shape("dx", dx, "dx_compute", dx_compute);
+  check.require(dx_compute.data != dy.data && dx_compute.data != x.data && dx_compute.data != dx.data,
+                "dx_compute may not alias dy, x or dx");
+  return cols;
+}
+
 inline void check_tanh_forward(const ArgumentChecks& check, const loom::Tensor& x, const loom::Tensor& y) {
   check.tensor("x", x, {DType::f32});
   check.tensor("y", y, {DType::f32});

@@ -48,6 +48,7 @@ inline loom::OpFamily op_family(const char* op) {
       {"bias_grad", F::elementwise},
       {"bias_gelu_forward", F::elementwise},
       {"bias_gelu_backward", F::elementwise},
+      {"bias_gelu_backward_copy", F::elementwise},
       {"tanh_forward", F::elementwise},
       {"tanh_backward", F::elementwise},
       {"add", F::elementwise},
