@@ -137,8 +137,7 @@ TEST_P(Activations, BiasGeluEveryDtypeAsTheReference) {
 // dx_compute the bits of cast(dx) there — at a width the vectorized path takes (768) and one it
 // does not (771), dx aliasing dy or not; a copy that is not 16-bit, or aliases dx, is refused.
 TEST_P(Activations, BiasGeluBackwardCopyIsTheOpThenTheCast) {
-  auto* op = offered<loom::BiasGeluBackwardCopy>();
-  if (op == nullptr) GTEST_SKIP() << backend_label() << " does not offer BiasGeluBackwardCopy";
+  LOOM_OFFERED_OR_SKIP(loom::BiasGeluBackwardCopy, op);
   const int64_t rows = 23;
   for (int64_t cols : {int64_t{768}, int64_t{771}})
     for (DType copy_dtype : {DType::bf16, DType::f16})

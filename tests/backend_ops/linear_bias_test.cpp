@@ -11,17 +11,7 @@ namespace {
 
 using loom::DType;
 
-class LinearBiasCase : public BackendOpCase {
- protected:
-  loom::LinearBias& op() {
-    loom::LinearBias* offered_op = offered<loom::LinearBias>();
-    if (offered_op == nullptr) throw std::runtime_error(backend_label() + " does not offer LinearBias");
-    return *offered_op;
-  }
-  bool offers_op() const { return offered<loom::LinearBias>() != nullptr; }
-};
-
-LOOM_BACKEND_OP_FAMILY_OF(LinearBias, LinearBiasCase);
+LOOM_BACKEND_OP_FAMILY(LinearBias);
 
 /// x·Wᵀ + bias in float64: x [rows, in] with row stride ldx, w [out, in].
 std::vector<double> reference_linear(const std::vector<float>& x, int64_t ldx, const std::vector<float>& w,
@@ -42,7 +32,7 @@ std::vector<float> stored(const std::vector<float>& values, DType dtype, std::ve
 }
 
 TEST_P(LinearBias, EveryOutputDtypeMatchesFloat64WithinOneRounding) {
-  if (!offers_op()) GTEST_SKIP() << backend_label() << " does not offer LinearBias";
+  LOOM_OFFERED_OR_SKIP(loom::LinearBias, op);
   const int64_t rows = 37, in = 48, out = 72;  // out: a [3H] projection of H = 24
   for (DType operands : {DType::f32, DType::bf16, DType::f16})
     for (DType output : {DType::f32, DType::bf16, DType::f16}) {
@@ -56,7 +46,7 @@ TEST_P(LinearBias, EveryOutputDtypeMatchesFloat64WithinOneRounding) {
       DeviceTensor b_dev = upload(HostTensor::of(bias, DType::f32, {out}));
       DeviceTensor y_dev = upload_zeros(output, {rows, out});
       DeviceTensor scratch = upload_zeros(DType::f32, {rows, out});
-      op().linear_bias_forward(x_dev.view(), w_dev.view(), b_dev.view(), y_dev.view(),
+      op->linear_bias_forward(x_dev.view(), w_dev.view(), b_dev.view(), y_dev.view(),
                                output == DType::f32 ? loom::Tensor{} : scratch.view());
       expect_close(read(y_dev), reference_linear(x, in, w, bias, rows, in, out),
                    kDotProduct + one_rounding(output), "linear + bias");
@@ -64,7 +54,7 @@ TEST_P(LinearBias, EveryOutputDtypeMatchesFloat64WithinOneRounding) {
 }
 
 TEST_P(LinearBias, SameBitsAsGemmBiasAddAndCastOnTheReferenceCode) {
-  if (!offers_op()) GTEST_SKIP() << backend_label() << " does not offer LinearBias";
+  LOOM_OFFERED_OR_SKIP(loom::LinearBias, op);
   const int64_t rows = 64, in = 40, out = 24;
   for (DType dtype : {DType::f32, DType::bf16}) {
     SCOPED_TRACE(loom::dtype_name(dtype));
@@ -78,7 +68,7 @@ TEST_P(LinearBias, SameBitsAsGemmBiasAddAndCastOnTheReferenceCode) {
     reference().cast(sum.view(), expected.view());
     DeviceTensor x_dev = upload(x), w_dev = upload(w), b_dev = upload(bias);
     DeviceTensor y_dev = upload_zeros(dtype, {rows, out}), scratch = upload_zeros(DType::f32, {rows, out});
-    op().linear_bias_forward(x_dev.view(), w_dev.view(), b_dev.view(), y_dev.view(),
+    op->linear_bias_forward(x_dev.view(), w_dev.view(), b_dev.view(), y_dev.view(),
                              dtype == DType::f32 ? loom::Tensor{} : scratch.view());
     if (runs_reference_code()) {
       expect_same_bits(y_dev.download(), expected, "linear + bias against gemm, bias_add, cast");
@@ -89,7 +79,7 @@ TEST_P(LinearBias, SameBitsAsGemmBiasAddAndCastOnTheReferenceCode) {
 }
 
 TEST_P(LinearBias, RowsOfAWiderActivation) {
-  if (!offers_op()) GTEST_SKIP() << backend_label() << " does not offer LinearBias";
+  LOOM_OFFERED_OR_SKIP(loom::LinearBias, op);
   // x: the first 16 columns of a [rows, 40] buffer (row stride 40), y: 3 of 5 column blocks.
   const int64_t rows = 29, in = 16, ld = 40, out = 12;
   const auto wide = random_floats(rows * ld, 41), w = random_floats(out * in, 42), bias = random_floats(out, 43);
@@ -97,22 +87,22 @@ TEST_P(LinearBias, RowsOfAWiderActivation) {
   DeviceTensor w_dev = upload(HostTensor::of(w, DType::f32, {out, in}));
   DeviceTensor b_dev = upload(HostTensor::of(bias, DType::f32, {out}));
   DeviceTensor y_dev = upload_zeros(DType::f32, {rows, out});
-  op().linear_bias_forward(x_dev.view().narrow(1, 0, in), w_dev.view(), b_dev.view(), y_dev.view(), {});
+  op->linear_bias_forward(x_dev.view().narrow(1, 0, in), w_dev.view(), b_dev.view(), y_dev.view(), {});
   expect_close(read(y_dev), reference_linear(wide, ld, w, bias, rows, in, out), kDotProduct, "strided x");
 }
 
 TEST_P(LinearBias, RefusesAMissingScratchAWrongBiasAndMixedOperands) {
-  if (!offers_op()) GTEST_SKIP() << backend_label() << " does not offer LinearBias";
+  LOOM_OFFERED_OR_SKIP(loom::LinearBias, op);
   DeviceTensor x = upload_zeros(DType::bf16, {4, 8}), w = upload_zeros(DType::bf16, {6, 8});
   DeviceTensor w32 = upload_zeros(DType::f32, {6, 8}), bias = upload_zeros(DType::f32, {6});
   DeviceTensor short_bias = upload_zeros(DType::f32, {5}), y = upload_zeros(DType::bf16, {4, 6});
   DeviceTensor scratch = upload_zeros(DType::f32, {4, 6});
-  expect_error_naming([&] { op().linear_bias_forward(x.view(), w.view(), bias.view(), y.view(), {}); },
+  expect_error_naming([&] { op->linear_bias_forward(x.view(), w.view(), bias.view(), y.view(), {}); },
                       {"linear_bias_forward", "scratch"});
   expect_error_naming(
-      [&] { op().linear_bias_forward(x.view(), w.view(), short_bias.view(), y.view(), scratch.view()); },
+      [&] { op->linear_bias_forward(x.view(), w.view(), short_bias.view(), y.view(), scratch.view()); },
       {"linear_bias_forward", "bias"});
-  expect_error_naming([&] { op().linear_bias_forward(x.view(), w32.view(), bias.view(), y.view(), scratch.view()); },
+  expect_error_naming([&] { op->linear_bias_forward(x.view(), w32.view(), bias.view(), y.view(), scratch.view()); },
                       {"linear_bias_forward", "w"});
 }
 
