@@ -178,6 +178,13 @@ class CpuBackend final : public loom::Backend,
   loom_backend::TimedChecks checks(const char* op) const {
     return loom_backend::TimedChecks(op, device(), timing_);
   }
+  /// An op's preamble, written once (op_preamble.hpp): checks(op), then `contract(check)`, which
+  /// returns the op's geometry, then `body(geometry, S...)` with S the storage type (float,
+  /// BFloat16, Half) of each dtype of `storage` — or `body(geometry)` for an op of f32 views only.
+  template <typename Contract, size_t N, typename Body>
+  void run_op(const char* op, Contract&& contract, const DType (&storage)[N], Body&& body) const;
+  template <typename Contract, typename Body>
+  void run_op(const char* op, Contract&& contract, Body&& body) const;
   /// gemm with f16 a and b, or bf16 ones where oneDNN has no bf16 matmul (widened_gemm.cpp):
   /// widened to f32 in `widened_`, multiplied in f32.
   void gemm_widening(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,

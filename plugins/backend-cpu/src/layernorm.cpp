@@ -6,6 +6,7 @@
 #include "cpu_backend.hpp"
 #include "layernorm_rows.hpp"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -33,40 +34,45 @@ void layernorm_input_grad(const float* dy, const SX* x, const float* gamma, cons
 void CpuBackend::layernorm_forward(const loom::Tensor& x, const loom::Tensor& gamma, const loom::Tensor& beta,
                                    float eps, const loom::Tensor& y, const loom::Tensor& mean,
                                    const loom::Tensor& rstd) {
-  const auto check = checks("layernorm_forward");
-  const loom_backend::LayerNormRows shape =
-      loom_backend::check_layernorm_forward(check, x, gamma, beta, eps, y, mean, rstd);
-  const int64_t rows = shape.rows, cols = shape.cols;
-  with_float_storage(x.dtype, "layernorm_forward", [&](auto xt) {
-    with_float_storage(y.dtype, "layernorm_forward", [&](auto yt) {
-      using SX = decltype(xt);
-      using SY = decltype(yt);
-      layernorm_rows(static_cast<const SX*>(x.data), static_cast<const float*>(gamma.data),
-                     static_cast<const float*>(beta.data), eps, static_cast<SY*>(y.data),
-                     static_cast<float*>(mean.data), static_cast<float*>(rstd.data), rows, cols, threads_);
-    });
-  });
+  run_op(
+      "layernorm_forward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_layernorm_forward(check, x, gamma, beta, eps, y, mean, rstd);
+      },
+      {x.dtype, y.dtype},
+      [&](const loom_backend::LayerNormRows& shape, auto xt, auto yt) {
+        using SX = decltype(xt);
+        using SY = decltype(yt);
+        layernorm_rows(static_cast<const SX*>(x.data), static_cast<const float*>(gamma.data),
+                       static_cast<const float*>(beta.data), eps, static_cast<SY*>(y.data),
+                       static_cast<float*>(mean.data), static_cast<float*>(rstd.data), shape.rows, shape.cols,
+                       threads_);
+      });
 }
 
 void CpuBackend::layernorm_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& gamma,
                                     const loom::Tensor& mean, const loom::Tensor& rstd,
                                     const loom::Tensor& dx, const loom::Tensor& dgamma,
                                     const loom::Tensor& dbeta, bool accumulate_dx) {
-  const auto check = checks("layernorm_backward");
-  const loom_backend::LayerNormRows shape = loom_backend::check_layernorm_backward(
-      check, dy, x, gamma, mean, rstd, dx, dgamma, dbeta, accumulate_dx);
-  const int64_t rows = shape.rows, cols = shape.cols;
-  with_float_storage(x.dtype, "layernorm_backward", [&](auto xt) {
-    using SX = decltype(xt);
-    const auto* xs = static_cast<const SX*>(x.data);
-    const auto* dys = static_cast<const float*>(dy.data);
-    layernorm_parameter_grads(dys, xs, static_cast<const float*>(mean.data),
-                              static_cast<const float*>(rstd.data), static_cast<float*>(dgamma.data),
-                              static_cast<float*>(dbeta.data), rows, cols, threads_);
-    layernorm_input_grad(dys, xs, static_cast<const float*>(gamma.data), static_cast<const float*>(mean.data),
-                         static_cast<const float*>(rstd.data), static_cast<float*>(dx.data), accumulate_dx,
-                         rows, cols, threads_);
-  });
+  run_op(
+      "layernorm_backward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_layernorm_backward(check, dy, x, gamma, mean, rstd, dx, dgamma, dbeta,
+                                                      accumulate_dx);
+      },
+      {x.dtype},
+      [&](const loom_backend::LayerNormRows& shape, auto xt) {
+        using SX = decltype(xt);
+        const int64_t rows = shape.rows, cols = shape.cols;
+        const auto* xs = static_cast<const SX*>(x.data);
+        const auto* dys = static_cast<const float*>(dy.data);
+        layernorm_parameter_grads(dys, xs, static_cast<const float*>(mean.data),
+                                  static_cast<const float*>(rstd.data), static_cast<float*>(dgamma.data),
+                                  static_cast<float*>(dbeta.data), rows, cols, threads_);
+        layernorm_input_grad(dys, xs, static_cast<const float*>(gamma.data),
+                             static_cast<const float*>(mean.data), static_cast<const float*>(rstd.data),
+                             static_cast<float*>(dx.data), accumulate_dx, rows, cols, threads_);
+      });
 }
 
 }  // namespace loom_cpu

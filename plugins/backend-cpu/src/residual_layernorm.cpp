@@ -15,6 +15,7 @@
 #include "layernorm_rows.hpp"
 #include "loom/sdk/philox.hpp"
 #include "loom_backend/residual_layernorm_contract.hpp"
+#include "op_preamble.hpp"
 #include "philox_words.hpp"
 
 namespace loom_cpu {
@@ -92,40 +93,42 @@ void CpuBackend::residual_layernorm_forward(const loom::Tensor& y, const loom::T
                                             const loom::Tensor& beta, float eps, const loom::Tensor& sum,
                                             const loom::Tensor& out, const loom::Tensor& out_compute,
                                             const loom::Tensor& mean, const loom::Tensor& rstd) {
-  const auto check = checks("residual_layernorm_forward");
-  const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_forward(
-      check, y, bias, residual, p, gamma, beta, eps, sum, out, out_compute, mean, rstd);
-  const int64_t rows = shape.rows, cols = shape.cols;
-  const RowDropout dropout(p, seed, offset, cols);
-  const auto* ys = static_cast<const float*>(y.data);
-  const auto* rs = static_cast<const float*>(residual.data);
-  const auto* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-  auto* sums = static_cast<float*>(sum.data);
-  auto* outs = static_cast<float*>(out.data);
-  auto* means = static_cast<float*>(mean.data);
-  auto* rstds = static_cast<float*>(rstd.data);
-  const auto* g = static_cast<const float*>(gamma.data);
-  const auto* be = static_cast<const float*>(beta.data);
-  const auto run = [&](auto* out_c) {
+  // Without out_compute the f32 instantiation runs with a null copy, which forward_row skips.
+  const DType copy_dtype = out_compute.defined() ? out_compute.dtype : DType::f32;
+  run_op(
+      "residual_layernorm_forward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_residual_layernorm_forward(check, y, bias, residual, p, gamma, beta, eps,
+                                                              sum, out, out_compute, mean, rstd);
+      },
+      {copy_dtype},
+      [&](const loom_backend::LayerNormRows& shape, auto copy_type) {
+        using SC = decltype(copy_type);
+        const int64_t rows = shape.rows, cols = shape.cols;
+        const RowDropout dropout(p, seed, offset, cols);
+        const auto* ys = static_cast<const float*>(y.data);
+        const auto* rs = static_cast<const float*>(residual.data);
+        const auto* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+        auto* sums = static_cast<float*>(sum.data);
+        auto* outs = static_cast<float*>(out.data);
+        auto* means = static_cast<float*>(mean.data);
+        auto* rstds = static_cast<float*>(rstd.data);
+        const auto* g = static_cast<const float*>(gamma.data);
+        const auto* be = static_cast<const float*>(beta.data);
+        SC* out_c = out_compute.defined() ? static_cast<SC*>(out_compute.data) : nullptr;
 #pragma omp parallel num_threads(threads_) if (rows * cols > kParallelMinElements)
-    {
-      std::vector<uint32_t> buffer;
-      std::vector<float> row_buffer(sums == rs ? static_cast<size_t>(cols) : 0);
+        {
+          std::vector<uint32_t> buffer;
+          std::vector<float> row_buffer(sums == rs ? static_cast<size_t>(cols) : 0);
 #pragma omp for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
-        const uint32_t* words = dropout.active() ? dropout.words(r, buffer) : nullptr;
-        forward_row(ys + r * cols, b, rs + r * cols, words, dropout, g, be, eps, sums + r * cols,
-                    outs + r * cols, out_c ? out_c + r * cols : out_c, cols, means[r], rstds[r],
-                    row_buffer.data());
-      }
-    }
-  };
-  if (!out_compute.defined())
-    run(static_cast<float*>(nullptr));
-  else if (out_compute.dtype == DType::bf16)
-    run(static_cast<BFloat16*>(out_compute.data));
-  else
-    run(static_cast<Half*>(out_compute.data));
+          for (int64_t r = 0; r < rows; ++r) {
+            const uint32_t* words = dropout.active() ? dropout.words(r, buffer) : nullptr;
+            forward_row(ys + r * cols, b, rs + r * cols, words, dropout, g, be, eps, sums + r * cols,
+                        outs + r * cols, out_c ? out_c + r * cols : out_c, cols, means[r], rstds[r],
+                        row_buffer.data());
+          }
+        }
+      });
 }
 
 void CpuBackend::residual_layernorm_backward(const loom::Tensor& d_out, const loom::Tensor& sum,
@@ -134,43 +137,48 @@ void CpuBackend::residual_layernorm_backward(const loom::Tensor& d_out, const lo
                                              uint64_t offset, const loom::Tensor& d_sum,
                                              const loom::Tensor& d_branch, const loom::Tensor& dgamma,
                                              const loom::Tensor& dbeta, const loom::Tensor& dbias) {
-  const auto check = checks("residual_layernorm_backward");
-  const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_backward(
-      check, d_out, sum, gamma, mean, rstd, p, d_sum, d_branch, dgamma, dbeta, dbias);
-  const int64_t rows = shape.rows, cols = shape.cols;
-  const auto* dys = static_cast<const float*>(d_out.data);
-  const auto* xs = static_cast<const float*>(sum.data);
-  const auto* means = static_cast<const float*>(mean.data);
-  const auto* rstds = static_cast<const float*>(rstd.data);
-  const auto* g = static_cast<const float*>(gamma.data);
-  auto* dsums = static_cast<float*>(d_sum.data);
-  auto* dbranch = static_cast<float*>(d_branch.data);
-  // dγ/dβ first: d_sum may alias d_out.
-  layernorm_parameter_grads(dys, xs, means, rstds, static_cast<float*>(dgamma.data),
-                            static_cast<float*>(dbeta.data), rows, cols, threads_);
-  const RowDropout dropout(p, seed, offset, cols);
+  run_op(
+      "residual_layernorm_backward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_residual_layernorm_backward(check, d_out, sum, gamma, mean, rstd, p, d_sum,
+                                                               d_branch, dgamma, dbeta, dbias);
+      },
+      [&](const loom_backend::LayerNormRows& shape) {
+        const int64_t rows = shape.rows, cols = shape.cols;
+        const auto* dys = static_cast<const float*>(d_out.data);
+        const auto* xs = static_cast<const float*>(sum.data);
+        const auto* means = static_cast<const float*>(mean.data);
+        const auto* rstds = static_cast<const float*>(rstd.data);
+        const auto* g = static_cast<const float*>(gamma.data);
+        auto* dsums = static_cast<float*>(d_sum.data);
+        auto* dbranch = static_cast<float*>(d_branch.data);
+        // dγ/dβ first: d_sum may alias d_out.
+        layernorm_parameter_grads(dys, xs, means, rstds, static_cast<float*>(dgamma.data),
+                                  static_cast<float*>(dbeta.data), rows, cols, threads_);
+        const RowDropout dropout(p, seed, offset, cols);
 #pragma omp parallel num_threads(threads_) if (rows * cols > kParallelMinElements)
-  {
-    std::vector<uint32_t> buffer;
+        {
+          std::vector<uint32_t> buffer;
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      float* ds = dsums + r * cols;
-      float* db = dbranch + r * cols;
-      layernorm_input_grad_row(dys + r * cols, xs + r * cols, g, means[r], rstds[r], ds, false, cols);
-      if (dropout.active()) {
-        const uint32_t* words = dropout.words(r, buffer);
-        const uint32_t threshold = dropout.threshold();
-        const float scale = dropout.scale();
+          for (int64_t r = 0; r < rows; ++r) {
+            float* ds = dsums + r * cols;
+            float* db = dbranch + r * cols;
+            layernorm_input_grad_row(dys + r * cols, xs + r * cols, g, means[r], rstds[r], ds, false, cols);
+            if (dropout.active()) {
+              const uint32_t* words = dropout.words(r, buffer);
+              const uint32_t threshold = dropout.threshold();
+              const float scale = dropout.scale();
 #pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) db[c] = words[c] >= threshold ? ds[c] * scale : 0.0f;
-      } else {
+              for (int64_t c = 0; c < cols; ++c) db[c] = words[c] >= threshold ? ds[c] * scale : 0.0f;
+            } else {
 #pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) db[c] = ds[c];
-      }
-    }
-  }
-  if (dbias.defined())
-    accumulate_column_sums(dbranch, rows, cols, 1, static_cast<float*>(dbias.data), threads_);
+              for (int64_t c = 0; c < cols; ++c) db[c] = ds[c];
+            }
+          }
+        }
+        if (dbias.defined())
+          accumulate_column_sums(dbranch, rows, cols, 1, static_cast<float*>(dbias.data), threads_);
+      });
 }
 
 }  // namespace loom_cpu

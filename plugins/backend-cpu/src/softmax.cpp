@@ -10,6 +10,7 @@
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.hpp"
 #include "vector_math.hpp"
 
 namespace loom_cpu {
@@ -94,32 +95,34 @@ void CpuBackend::additive_key_mask(const loom::Tensor& attention_mask, const loo
 
 void CpuBackend::softmax_forward(const loom::Tensor& scores, const loom::Tensor& key_mask, float scale,
                                  const loom::Tensor& probs) {
-  const auto check = checks("softmax_forward");
-  const loom_backend::SoftmaxRows shape = loom_backend::check_softmax_forward(check, scores, key_mask, probs);
-  if (shape.empty()) return;
-  const int64_t rows = shape.rows, cols = shape.cols, rows_per_batch = shape.rows_per_batch;
-  const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
-  with_float_storage(scores.dtype, "softmax_forward", [&](auto st) {
-    with_float_storage(probs.dtype, "softmax_forward", [&](auto pt) {
-      using SI = decltype(st);
-      using SO = decltype(pt);
-      softmax_rows(static_cast<const SI*>(scores.data), mask, scale, static_cast<SO*>(probs.data), rows, cols,
-                   rows_per_batch, threads_);
-    });
-  });
+  run_op(
+      "softmax_forward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_softmax_forward(check, scores, key_mask, probs);
+      },
+      {scores.dtype, probs.dtype},
+      [&](const loom_backend::SoftmaxRows& shape, auto st, auto pt) {
+        using SI = decltype(st);
+        using SO = decltype(pt);
+        const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
+        softmax_rows(static_cast<const SI*>(scores.data), mask, scale, static_cast<SO*>(probs.data),
+                     shape.rows, shape.cols, shape.rows_per_batch, threads_);
+      });
 }
 
 void CpuBackend::softmax_backward(const loom::Tensor& dprobs, const loom::Tensor& probs, float scale,
                                   const loom::Tensor& dscores) {
-  const auto check = checks("softmax_backward");
-  const loom_backend::SoftmaxRows shape = loom_backend::check_softmax_backward(check, dprobs, probs, dscores);
-  if (shape.empty()) return;
-  const int64_t rows = shape.rows, cols = shape.cols;
-  with_float_storage(probs.dtype, "softmax_backward", [&](auto pt) {
-    using SP = decltype(pt);
-    softmax_backward_rows(static_cast<const float*>(dprobs.data), static_cast<const SP*>(probs.data), scale,
-                          static_cast<float*>(dscores.data), rows, cols, threads_);
-  });
+  run_op(
+      "softmax_backward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_softmax_backward(check, dprobs, probs, dscores);
+      },
+      {probs.dtype},
+      [&](const loom_backend::SoftmaxRows& shape, auto pt) {
+        using SP = decltype(pt);
+        softmax_backward_rows(static_cast<const float*>(dprobs.data), static_cast<const SP*>(probs.data),
+                              scale, static_cast<float*>(dscores.data), shape.rows, shape.cols, threads_);
+      });
 }
 
 }  // namespace loom_cpu
