@@ -18,6 +18,7 @@
 #include "cuda_check.hpp"
 #include "index_checks.cuh"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.cuh"
 #include "warp_reductions.cuh"
 
 namespace loom_cuda {
@@ -98,36 +99,41 @@ void CudaBackend::cross_entropy(const loom::Tensor& logits, const loom::Tensor& 
                                 int64_t ignore_index, float grad_scale, const loom::Tensor& mean_loss,
                                 const loom::Tensor& dlogits, const loom::Tensor& row_loss,
                                 const loom::Tensor& row_correct) {
-  const auto check = checks("cross_entropy");
-  const loom_backend::CrossEntropyRows shape = loom_backend::check_cross_entropy(
-      check, logits, targets, num_classes, mean_loss, dlogits, row_loss, row_correct);
-  const int64_t rows = shape.rows, width = shape.width;
-
-  // Scratch: [R, the rows taking part (one int64) | each row's loss (rows)].
-  constexpr size_t kLossesOffset = 256;
-  char* area =
-      static_cast<char*>(scratch(kLossesOffset + static_cast<size_t>(rows > 0 ? rows : 1) * sizeof(float)));
-  auto* counted = reinterpret_cast<int64_t*>(area);
-  auto* losses = reinterpret_cast<float*>(area + kLossesOffset);
-  check_indices_on_device(*this, CheckedOp::cross_entropy, targets, num_classes, true, ignore_index, counted);
-  check_launch("cross_entropy");
-  float* grad = dlogits.defined() ? static_cast<float*>(dlogits.data) : nullptr;
-  float* loss_out = row_loss.defined() ? static_cast<float*>(row_loss.data) : nullptr;
-  int32_t* correct = row_correct.defined() ? static_cast<int32_t*>(row_correct.data) : nullptr;
-  if (rows > 0) {
-    check.require(rows <= 2147483647, "too many rows");
-    const auto* in = static_cast<const float*>(logits.data);
-    if (targets.dtype == DType::i32)
-      cross_entropy_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
-          in, static_cast<const int32_t*>(targets.data), width, num_classes, ignore_index, grad_scale,
-          counted, grad, loss_out, correct, losses);
-    else
-      cross_entropy_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
-          in, static_cast<const int64_t*>(targets.data), width, num_classes, ignore_index, grad_scale,
-          counted, grad, loss_out, correct, losses);
-  }
-  mean_loss_kernel<<<1, 1024, 0, stream_>>>(losses, rows, counted, static_cast<float*>(mean_loss.data));
-  check_launch("cross_entropy");
+  run_op(
+      "cross_entropy",
+      [&](const ArgumentChecks& check) {
+        const loom_backend::CrossEntropyRows shape = loom_backend::check_cross_entropy(
+            check, logits, targets, num_classes, mean_loss, dlogits, row_loss, row_correct);
+        check.require(shape.rows <= 2147483647, "too many rows");  // one block per row
+        return shape;
+      },
+      [&](const loom_backend::CrossEntropyRows& shape) {
+        const int64_t rows = shape.rows, width = shape.width;
+        // Scratch: [R, the rows taking part (one int64) | each row's loss (rows)].
+        constexpr size_t kLossesOffset = 256;
+        char* area = static_cast<char*>(
+            scratch(kLossesOffset + static_cast<size_t>(rows > 0 ? rows : 1) * sizeof(float)));
+        auto* counted = reinterpret_cast<int64_t*>(area);
+        auto* losses = reinterpret_cast<float*>(area + kLossesOffset);
+        check_indices_on_device(*this, CheckedOp::cross_entropy, targets, num_classes, true, ignore_index,
+                                counted);
+        check_launch("cross_entropy");
+        float* grad = dlogits.defined() ? static_cast<float*>(dlogits.data) : nullptr;
+        float* loss_out = row_loss.defined() ? static_cast<float*>(row_loss.data) : nullptr;
+        int32_t* correct = row_correct.defined() ? static_cast<int32_t*>(row_correct.data) : nullptr;
+        if (rows > 0) {
+          const auto* in = static_cast<const float*>(logits.data);
+          if (targets.dtype == DType::i32)
+            cross_entropy_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
+                in, static_cast<const int32_t*>(targets.data), width, num_classes, ignore_index, grad_scale,
+                counted, grad, loss_out, correct, losses);
+          else
+            cross_entropy_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream_>>>(
+                in, static_cast<const int64_t*>(targets.data), width, num_classes, ignore_index, grad_scale,
+                counted, grad, loss_out, correct, losses);
+        }
+        mean_loss_kernel<<<1, 1024, 0, stream_>>>(losses, rows, counted, static_cast<float*>(mean_loss.data));
+      });
 }
 
 }  // namespace loom_cuda

@@ -245,6 +245,14 @@ class CudaBackend final : public loom::Backend,
     }
     return loom_backend::TimedChecks(op, device(), timing_);
   }
+  /// An op's preamble, written once (op_preamble.cuh): checks(op), then `contract(check)`, which
+  /// returns the op's geometry, then — unless the geometry leaves nothing to launch —
+  /// `body(geometry, S...)` with S the storage type (float, BFloat16, Half) of each dtype of
+  /// `storage` (or `body(geometry)` for an op of f32 views only), then check_launch(op).
+  template <typename Contract, size_t N, typename Body>
+  void run_op(const char* op, Contract&& contract, const DType (&storage)[N], Body&& body) const;
+  template <typename Contract, typename Body>
+  void run_op(const char* op, Contract&& contract, Body&& body) const;
   /// Device scratch of at least `bytes`, 256-byte aligned, valid until the next call (grow-only:
   /// it allocates only the first time an op needs more than before).
   void* scratch(size_t bytes);

@@ -13,6 +13,7 @@
 #include "float_storage.cuh"
 #include "loom/sdk/philox.hpp"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.cuh"
 #include "philox_device.cuh"
 #include "row_quads.cuh"
 
@@ -82,26 +83,32 @@ void launch_dropout(const SI* in, SO* out, int64_t n, float p, uint64_t seed, ui
 
 void CudaBackend::dropout_forward(const loom::Tensor& x, const loom::Tensor& y, float p, uint64_t seed,
                                   uint64_t offset) {
-  const auto check = checks("dropout_forward");
-  loom_backend::check_dropout_forward(check, x, y, p);
-  with_float_storage(x.dtype, "dropout_forward", [&](auto xt) {
-    with_float_storage(y.dtype, "dropout_forward", [&](auto yt) {
-      using SI = decltype(xt);
-      using SO = decltype(yt);
-      launch_dropout(static_cast<const SI*>(x.data), static_cast<SO*>(y.data), x.numel(), p, seed, offset,
-                     stream_);
-    });
-  });
-  check_launch("dropout_forward");
+  run_op(
+      "dropout_forward",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_dropout_forward(check, x, y, p);
+        return x.numel();
+      },
+      {x.dtype, y.dtype},
+      [&](int64_t n, auto xt, auto yt) {
+        using SI = decltype(xt);
+        using SO = decltype(yt);
+        launch_dropout(static_cast<const SI*>(x.data), static_cast<SO*>(y.data), n, p, seed, offset, stream_);
+      });
 }
 
 void CudaBackend::dropout_backward(const loom::Tensor& dy, const loom::Tensor& dx, float p, uint64_t seed,
                                    uint64_t offset) {
-  const auto check = checks("dropout_backward");
-  loom_backend::check_dropout_backward(check, dy, dx, p);
-  launch_dropout(static_cast<const float*>(dy.data), static_cast<float*>(dx.data), dy.numel(), p, seed,
-                 offset, stream_);
-  check_launch("dropout_backward");
+  run_op(
+      "dropout_backward",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_dropout_backward(check, dy, dx, p);
+        return dy.numel();
+      },
+      [&](int64_t n) {
+        launch_dropout(static_cast<const float*>(dy.data), static_cast<float*>(dx.data), n, p, seed, offset,
+                       stream_);
+      });
 }
 
 }  // namespace loom_cuda

@@ -9,6 +9,7 @@
 #include "float_storage.cuh"
 #include "layernorm_parameter_grads.cuh"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.cuh"
 #include "warp_reductions.cuh"
 
 namespace loom_cuda {
@@ -77,49 +78,49 @@ unsigned row_blocks(int64_t rows) {
 void CudaBackend::layernorm_forward(const loom::Tensor& x, const loom::Tensor& gamma,
                                     const loom::Tensor& beta, float eps, const loom::Tensor& y,
                                     const loom::Tensor& mean, const loom::Tensor& rstd) {
-  const auto check = checks("layernorm_forward");
-  const loom_backend::LayerNormRows shape =
-      loom_backend::check_layernorm_forward(check, x, gamma, beta, eps, y, mean, rstd);
-  const int64_t rows = shape.rows, cols = shape.cols;
-  if (rows == 0) return;
-  with_float_storage(x.dtype, "layernorm_forward", [&](auto xt) {
-    with_float_storage(y.dtype, "layernorm_forward", [&](auto yt) {
-      using SX = decltype(xt);
-      using SY = decltype(yt);
-      layernorm_forward_kernel<SX, SY><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
-          static_cast<const SX*>(x.data), static_cast<const float*>(gamma.data),
-          static_cast<const float*>(beta.data), eps, static_cast<SY*>(y.data), static_cast<float*>(mean.data),
-          static_cast<float*>(rstd.data), rows, cols);
-    });
-  });
-  check_launch("layernorm_forward");
+  run_op(
+      "layernorm_forward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_layernorm_forward(check, x, gamma, beta, eps, y, mean, rstd);
+      },
+      {x.dtype, y.dtype},
+      [&](const loom_backend::LayerNormRows& shape, auto xt, auto yt) {
+        using SX = decltype(xt);
+        using SY = decltype(yt);
+        layernorm_forward_kernel<SX, SY><<<row_blocks(shape.rows), 32 * kWarpsPerBlock, 0, stream_>>>(
+            static_cast<const SX*>(x.data), static_cast<const float*>(gamma.data),
+            static_cast<const float*>(beta.data), eps, static_cast<SY*>(y.data),
+            static_cast<float*>(mean.data), static_cast<float*>(rstd.data), shape.rows, shape.cols);
+      });
 }
 
 void CudaBackend::layernorm_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& gamma,
                                      const loom::Tensor& mean, const loom::Tensor& rstd,
                                      const loom::Tensor& dx, const loom::Tensor& dgamma,
                                      const loom::Tensor& dbeta, bool accumulate_dx) {
-  const auto check = checks("layernorm_backward");
-  const loom_backend::LayerNormRows shape = loom_backend::check_layernorm_backward(
-      check, dy, x, gamma, mean, rstd, dx, dgamma, dbeta, accumulate_dx);
-  const int64_t rows = shape.rows, cols = shape.cols;
-  if (rows == 0) return;
-  float* partial =
-      static_cast<float*>(scratch(ColumnSumPlan::make(rows, cols, 1).scratch_floats(2) * sizeof(float)));
-  with_float_storage(x.dtype, "layernorm_backward", [&](auto xt) {
-    using SX = decltype(xt);
-    const auto* xs = static_cast<const SX*>(x.data);
-    const auto* dys = static_cast<const float*>(dy.data);
-    const auto* means = static_cast<const float*>(mean.data);
-    const auto* rstds = static_cast<const float*>(rstd.data);
-    accumulate_layernorm_parameter_grads(dys, xs, means, rstds, rows, cols, partial,
-                                         static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data),
-                                         stream_);
-    layernorm_input_grad_kernel<SX><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
-        dys, xs, static_cast<const float*>(gamma.data), means, rstds, static_cast<float*>(dx.data),
-        accumulate_dx, rows, cols);
-  });
-  check_launch("layernorm_backward");
+  run_op(
+      "layernorm_backward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_layernorm_backward(check, dy, x, gamma, mean, rstd, dx, dgamma, dbeta,
+                                                      accumulate_dx);
+      },
+      {x.dtype},
+      [&](const loom_backend::LayerNormRows& shape, auto xt) {
+        using SX = decltype(xt);
+        const int64_t rows = shape.rows, cols = shape.cols;
+        float* partial = static_cast<float*>(
+            scratch(ColumnSumPlan::make(rows, cols, 1).scratch_floats(2) * sizeof(float)));
+        const auto* xs = static_cast<const SX*>(x.data);
+        const auto* dys = static_cast<const float*>(dy.data);
+        const auto* means = static_cast<const float*>(mean.data);
+        const auto* rstds = static_cast<const float*>(rstd.data);
+        accumulate_layernorm_parameter_grads(dys, xs, means, rstds, rows, cols, partial,
+                                             static_cast<float*>(dgamma.data),
+                                             static_cast<float*>(dbeta.data), stream_);
+        layernorm_input_grad_kernel<SX><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
+            dys, xs, static_cast<const float*>(gamma.data), means, rstds, static_cast<float*>(dx.data),
+            accumulate_dx, rows, cols);
+      });
 }
 
 }  // namespace loom_cuda

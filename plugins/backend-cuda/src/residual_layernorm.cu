@@ -28,6 +28,7 @@
 #include "layernorm_parameter_grads.cuh"
 #include "loom/sdk/philox.hpp"
 #include "loom_backend/residual_layernorm_contract.hpp"
+#include "op_preamble.cuh"
 #include "philox_device.cuh"
 #include "row_quads.cuh"
 #include "warp_reductions.cuh"
@@ -238,37 +239,44 @@ void CudaBackend::residual_layernorm_forward(const loom::Tensor& y, const loom::
                                              const loom::Tensor& out, const loom::Tensor& out_compute,
                                              const loom::Tensor& mean, const loom::Tensor& rstd) {
   const char* op = "residual_layernorm_forward";
-  const auto check = checks(op);
-  const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_forward(
-      check, y, bias, residual, p, gamma, beta, eps, sum, out, out_compute, mean, rstd);
-  const int64_t rows = shape.rows, cols = shape.cols;
-  check_row_fits(check, cols);
-  if (rows == 0) return;
-  const RowLaunch launch = row_launch(cols);
-  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-  const bool vector = cols % 4 == 0 && is_aligned16(y.data) && is_aligned16(residual.data) &&
-                      is_aligned16(sum.data) && is_aligned16(out.data) && is_aligned16(gamma.data) &&
-                      is_aligned16(beta.data) && (b == nullptr || is_aligned16(b)) &&
-                      (!out_compute.defined() || is_aligned8(out_compute.data));
-  const auto run = [&](auto compute_type) {
-    using SC = decltype(compute_type);
-    with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
-      const auto kernel = bias_dropout_residual_layernorm_kernel<decltype(quads)::value, SC>;
-      const unsigned blocks = row_blocks(kernel, launch.threads, rows, info_.multiprocessors, op);
-      kernel<<<blocks, launch.threads, 0, stream_>>>(
-          static_cast<const float*>(y.data), b, static_cast<const float*>(residual.data),
-          RowDropout::make(p, seed, offset), static_cast<const float*>(gamma.data),
-          static_cast<const float*>(beta.data), eps, static_cast<float*>(sum.data),
-          static_cast<float*>(out.data), out_compute.defined() ? static_cast<SC*>(out_compute.data) : nullptr,
-          static_cast<float*>(mean.data), static_cast<float*>(rstd.data), rows, cols, vector);
-    });
-  };
-  // Without out_compute the bf16 instantiation runs with a null pointer (the store is skipped).
-  if (out_compute.defined() && out_compute.dtype == DType::f16)
-    run(loom::Half{});
-  else
-    run(loom::BFloat16{});
-  check_launch(op);
+  run_op(
+      op,
+      [&](const ArgumentChecks& check) {
+        const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_forward(
+            check, y, bias, residual, p, gamma, beta, eps, sum, out, out_compute, mean, rstd);
+        check_row_fits(check, shape.cols);
+        return shape;
+      },
+      [&](const loom_backend::LayerNormRows& shape) {
+        const int64_t rows = shape.rows, cols = shape.cols;
+        const RowLaunch launch = row_launch(cols);
+        const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+        const bool vector = cols % 4 == 0 && is_aligned16(y.data) && is_aligned16(residual.data) &&
+                            is_aligned16(sum.data) && is_aligned16(out.data) && is_aligned16(gamma.data) &&
+                            is_aligned16(beta.data) && (b == nullptr || is_aligned16(b)) &&
+                            (!out_compute.defined() || is_aligned8(out_compute.data));
+        const auto run = [&](auto compute_type) {
+          using SC = decltype(compute_type);
+          with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
+            const auto kernel = bias_dropout_residual_layernorm_kernel<decltype(quads)::value, SC>;
+            const unsigned blocks = row_blocks(kernel, launch.threads, rows, info_.multiprocessors, op);
+            kernel<<<blocks, launch.threads, 0, stream_>>>(
+                static_cast<const float*>(y.data), b, static_cast<const float*>(residual.data),
+                RowDropout::make(p, seed, offset), static_cast<const float*>(gamma.data),
+                static_cast<const float*>(beta.data), eps, static_cast<float*>(sum.data),
+                static_cast<float*>(out.data),
+                out_compute.defined() ? static_cast<SC*>(out_compute.data) : nullptr,
+                static_cast<float*>(mean.data), static_cast<float*>(rstd.data), rows, cols, vector);
+          });
+        };
+        // The copy's type is the op's own dispatch rather than a float view's storage: without
+        // out_compute the bf16 instantiation runs with a null pointer (the store is skipped), so
+        // no kernel is compiled for an f32 copy that cannot exist.
+        if (out_compute.defined() && out_compute.dtype == DType::f16)
+          run(loom::Half{});
+        else
+          run(loom::BFloat16{});
+      });
 }
 
 void CudaBackend::residual_layernorm_backward(const loom::Tensor& d_out, const loom::Tensor& sum,
@@ -278,38 +286,43 @@ void CudaBackend::residual_layernorm_backward(const loom::Tensor& d_out, const l
                                               const loom::Tensor& d_branch, const loom::Tensor& dgamma,
                                               const loom::Tensor& dbeta, const loom::Tensor& dbias) {
   const char* op = "residual_layernorm_backward";
-  const auto check = checks(op);
-  const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_backward(
-      check, d_out, sum, gamma, mean, rstd, p, d_sum, d_branch, dgamma, dbeta, dbias);
-  const int64_t rows = shape.rows, cols = shape.cols;
-  check_row_fits(check, cols);
-  if (rows == 0) return;
-  const RowLaunch launch = row_launch(cols);
-  const auto* dys = static_cast<const float*>(d_out.data);
-  const auto* sums = static_cast<const float*>(sum.data);
-  const auto* means = static_cast<const float*>(mean.data);
-  const auto* rstds = static_cast<const float*>(rstd.data);
-  auto* branch = static_cast<float*>(d_branch.data);
-  // One scratch area serves both column sums: they run one after the other on the stream.
-  const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
-  float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));
-  accumulate_layernorm_parameter_grads(dys, sums, means, rstds, rows, cols, partial,
-                                       static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data),
-                                       stream_);
-  const bool vector = cols % 4 == 0 && is_aligned16(d_out.data) && is_aligned16(sum.data) &&
-                      is_aligned16(gamma.data) && is_aligned16(d_sum.data) && is_aligned16(d_branch.data);
-  with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
-    const auto kernel = layernorm_dropout_input_grad_kernel<decltype(quads)::value>;
-    const unsigned blocks = row_blocks(kernel, launch.threads, rows, info_.multiprocessors, op);
-    kernel<<<blocks, launch.threads, 0, stream_>>>(
-        dys, sums, static_cast<const float*>(gamma.data), means, rstds, RowDropout::make(p, seed, offset),
-        static_cast<float*>(d_sum.data), branch, rows, cols, vector);
-  });
-  if (dbias.defined()) {
-    float* const out[1] = {static_cast<float*>(dbias.data)};
-    accumulate_column_sums<1>(DenseColumnTerm{branch, cols}, plan, partial, out, stream_);
-  }
-  check_launch(op);
+  run_op(
+      op,
+      [&](const ArgumentChecks& check) {
+        const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_backward(
+            check, d_out, sum, gamma, mean, rstd, p, d_sum, d_branch, dgamma, dbeta, dbias);
+        check_row_fits(check, shape.cols);
+        return shape;
+      },
+      [&](const loom_backend::LayerNormRows& shape) {
+        const int64_t rows = shape.rows, cols = shape.cols;
+        const RowLaunch launch = row_launch(cols);
+        const auto* dys = static_cast<const float*>(d_out.data);
+        const auto* sums = static_cast<const float*>(sum.data);
+        const auto* means = static_cast<const float*>(mean.data);
+        const auto* rstds = static_cast<const float*>(rstd.data);
+        auto* branch = static_cast<float*>(d_branch.data);
+        // One scratch area serves both column sums: they run one after the other on the stream.
+        const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
+        float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));
+        accumulate_layernorm_parameter_grads(dys, sums, means, rstds, rows, cols, partial,
+                                             static_cast<float*>(dgamma.data),
+                                             static_cast<float*>(dbeta.data), stream_);
+        const bool vector = cols % 4 == 0 && is_aligned16(d_out.data) && is_aligned16(sum.data) &&
+                            is_aligned16(gamma.data) && is_aligned16(d_sum.data) &&
+                            is_aligned16(d_branch.data);
+        with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
+          const auto kernel = layernorm_dropout_input_grad_kernel<decltype(quads)::value>;
+          const unsigned blocks = row_blocks(kernel, launch.threads, rows, info_.multiprocessors, op);
+          kernel<<<blocks, launch.threads, 0, stream_>>>(
+              dys, sums, static_cast<const float*>(gamma.data), means, rstds,
+              RowDropout::make(p, seed, offset), static_cast<float*>(d_sum.data), branch, rows, cols, vector);
+        });
+        if (dbias.defined()) {
+          float* const out[1] = {static_cast<float*>(dbias.data)};
+          accumulate_column_sums<1>(DenseColumnTerm{branch, cols}, plan, partial, out, stream_);
+        }
+      });
 }
 
 }  // namespace loom_cuda

@@ -11,6 +11,7 @@
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.cuh"
 #include "warp_reductions.cuh"
 
 namespace loom_cuda {
@@ -93,36 +94,36 @@ void CudaBackend::additive_key_mask(const loom::Tensor& attention_mask, const lo
 
 void CudaBackend::softmax_forward(const loom::Tensor& scores, const loom::Tensor& key_mask, float scale,
                                   const loom::Tensor& probs) {
-  const auto check = checks("softmax_forward");
-  const loom_backend::SoftmaxRows shape = loom_backend::check_softmax_forward(check, scores, key_mask, probs);
-  if (shape.empty()) return;
-  const int64_t rows = shape.rows, cols = shape.cols, rows_per_batch = shape.rows_per_batch;
-  const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
-  with_float_storage(scores.dtype, "softmax_forward", [&](auto st) {
-    with_float_storage(probs.dtype, "softmax_forward", [&](auto pt) {
-      using SI = decltype(st);
-      using SO = decltype(pt);
-      softmax_forward_kernel<SI, SO><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
-          static_cast<const SI*>(scores.data), mask, scale, static_cast<SO*>(probs.data), rows, cols,
-          rows_per_batch);
-    });
-  });
-  check_launch("softmax_forward");
+  run_op(
+      "softmax_forward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_softmax_forward(check, scores, key_mask, probs);
+      },
+      {scores.dtype, probs.dtype},
+      [&](const loom_backend::SoftmaxRows& shape, auto st, auto pt) {
+        using SI = decltype(st);
+        using SO = decltype(pt);
+        const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
+        softmax_forward_kernel<SI, SO><<<row_blocks(shape.rows), 32 * kWarpsPerBlock, 0, stream_>>>(
+            static_cast<const SI*>(scores.data), mask, scale, static_cast<SO*>(probs.data), shape.rows,
+            shape.cols, shape.rows_per_batch);
+      });
 }
 
 void CudaBackend::softmax_backward(const loom::Tensor& dprobs, const loom::Tensor& probs, float scale,
                                    const loom::Tensor& dscores) {
-  const auto check = checks("softmax_backward");
-  const loom_backend::SoftmaxRows shape = loom_backend::check_softmax_backward(check, dprobs, probs, dscores);
-  if (shape.empty()) return;
-  const int64_t rows = shape.rows, cols = shape.cols;
-  with_float_storage(probs.dtype, "softmax_backward", [&](auto pt) {
-    using SP = decltype(pt);
-    softmax_backward_kernel<SP><<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(
-        static_cast<const float*>(dprobs.data), static_cast<const SP*>(probs.data), scale,
-        static_cast<float*>(dscores.data), rows, cols);
-  });
-  check_launch("softmax_backward");
+  run_op(
+      "softmax_backward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_softmax_backward(check, dprobs, probs, dscores);
+      },
+      {probs.dtype},
+      [&](const loom_backend::SoftmaxRows& shape, auto pt) {
+        using SP = decltype(pt);
+        softmax_backward_kernel<SP><<<row_blocks(shape.rows), 32 * kWarpsPerBlock, 0, stream_>>>(
+            static_cast<const float*>(dprobs.data), static_cast<const SP*>(probs.data), scale,
+            static_cast<float*>(dscores.data), shape.rows, shape.cols);
+      });
 }
 
 }  // namespace loom_cuda

@@ -1,0 +1,57 @@
+// The sequence every op of backend/cuda begins and ends with, written once: argument checks for
+// the op (binding the device, and timing the op while profiling, until it returns), the op's
+// contract from backend-contracts — which returns the geometry the op needs; backend/cuda's own
+// limits go in the same lambda — the dispatch from the dtypes of its float views to the storage
+// types its generic body (the launches) is instantiated for, and the launch check:
+//
+//   run_op(
+//       "softmax_backward",
+//       [&](const ArgumentChecks& check) { return check_softmax_backward(check, dprobs, probs, dscores); },
+//       {probs.dtype},
+//       [&](const SoftmaxRows& shape, auto probs_storage) { kernel<<<...>>>(...); });
+#pragma once
+
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "loom_backend/float_dispatch.hpp"
+#include "loom_backend/op_contracts.hpp"
+
+namespace loom_cuda {
+
+// A grid of no blocks is not a valid launch, so an op whose rows are none returns after its
+// contract, launching and checking nothing.
+/// Softmax over no rows or rows of no columns (whose key mask the contract did not look at).
+inline bool nothing_to_launch(const loom_backend::SoftmaxRows& shape) {
+  return shape.empty();
+}
+/// LayerNorm (plain or fused with the residual) over no rows.
+inline bool nothing_to_launch(const loom_backend::LayerNormRows& shape) {
+  return shape.rows == 0;
+}
+/// Every other geometry runs its body: cross-entropy writes a mean loss of 0 for no rows, and the
+/// element-wise launchers return by themselves for no elements.
+template <typename Geometry>
+bool nothing_to_launch(const Geometry&) {
+  return false;
+}
+
+template <typename Contract, size_t N, typename Body>
+void CudaBackend::run_op(const char* op, Contract&& contract, const DType (&storage)[N], Body&& body) const {
+  const auto check = checks(op);
+  const auto geometry = contract(static_cast<const ArgumentChecks&>(check));
+  if (nothing_to_launch(geometry)) return;
+  loom_backend::with_float_storages(storage, op,
+                                    [&](auto... storage_types) { body(geometry, storage_types...); });
+  check_launch(op);
+}
+
+template <typename Contract, typename Body>
+void CudaBackend::run_op(const char* op, Contract&& contract, Body&& body) const {
+  const auto check = checks(op);
+  const auto geometry = contract(static_cast<const ArgumentChecks&>(check));
+  if (nothing_to_launch(geometry)) return;
+  body(geometry);
+  check_launch(op);
+}
+
+}  // namespace loom_cuda
