@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "loom/sdk/backward_input.hpp"
 #include "loom/sdk/saved_attention_bytes.hpp"
 #include "model/parameter_init.hpp"
 #include "recipe/errors.hpp"
@@ -208,10 +209,25 @@ Model::ArenaLayout Model::arena_layout(const loom::ActivationShape& shape) const
   const size_t hidden_bytes = aligned(static_cast<size_t>(shape.batch * shape.seq * config_.hidden_size) * 4);
   ArenaLayout layout;
   size_t offset = 0;
+  // Block i's output is block i + 1's input: its own buffer when that block's backward reads it,
+  // else one of two buffers used in turn (consecutive boundaries never share one, so no block
+  // reads its input from the buffer it writes its output to).
   layout.boundary_offsets.assign(blocks_.size() - 1, 0);
-  for (auto& boundary : layout.boundary_offsets) {
-    boundary = offset;
-    offset += hidden_bytes;
+  std::vector<bool> kept(layout.boundary_offsets.size(), true);
+  size_t passing = 0;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    kept[i] = backward_reads_input(blocks_[i + 1]);
+    passing += kept[i] ? 0 : 1;
+  }
+  const size_t ring = offset;
+  if (passing > 0) offset += (passing > 1 ? 2 : 1) * hidden_bytes;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (kept[i]) {
+      layout.boundary_offsets[i] = offset;
+      offset += hidden_bytes;
+    } else {
+      layout.boundary_offsets[i] = ring + (i % 2) * (passing > 1 ? hidden_bytes : 0);
+    }
   }
   layout.loss_offset = offset;
   offset += aligned(sizeof(float));
@@ -262,6 +278,11 @@ ArenaBytes Model::arena_bytes_for(const loom::ActivationShape& shape) const {
       bytes.saved_attention +=
           block.block.call([&](loom::Block&) { return attention->saved_attention_bytes(shape); });
   return bytes;
+}
+
+bool Model::backward_reads_input(const ModelBlock& block) const {
+  const auto* input = block.block.find<loom::BackwardInput>();
+  return input == nullptr || block.block.call([&](loom::Block&) { return input->backward_reads_input(); });
 }
 
 loom::Tensor Model::hidden(size_t offset, const loom::BatchView& batch) const {

@@ -7,7 +7,8 @@
 // bf16 working copy. Every block is bound to its views once.
 //
 // `reserve(shape)` sizes the activation arena once for the largest batch: one f32 [B, T, H]
-// tensor per block boundary, two ping-pong gradient tensors, every block's `saved` region and one
+// tensor per block boundary whose next block's backward reads it, two used in turn for the other
+// boundaries (BackwardInput), two ping-pong gradient tensors, every block's `saved` region and one
 // `scratch` region shared by all. Steps with batches up to that shape allocate nothing, on the
 // device or on the host. A step: forward (blocks in order) → loss → backward (reverse order),
 // gradients accumulating into the flat gradient buffer until `zero_grads()`.
@@ -30,7 +31,8 @@ namespace loom::host {
 /// The activation arena for batches up to one shape, by what its bytes hold (each part 64-byte
 /// aligned, as laid out).
 struct ArenaBytes {
-  size_t block_outputs = 0;         ///< one f32 [B, T, H] per block boundary, read again by backward
+  size_t block_outputs = 0;         ///< f32 [B, T, H] block outputs: one per boundary read again by
+                                    ///< backward, two in turn for the others
   size_t saved = 0;                 ///< the blocks' `saved` regions, attention's part included
   size_t saved_attention = 0;       ///< of `saved`, what attention keeps (SavedAttentionBytes)
   size_t activation_gradients = 0;  ///< the two f32 [B, T, H] gradients backward uses in turn
@@ -128,6 +130,8 @@ class Model {
   void add_block(const PluginRegistry& registry, const std::string& name, std::vector<std::string>& seen);
   void bind_blocks();
   loom::Tensor hidden(size_t offset, const loom::BatchView& batch) const;
+  /// Whether the block's backward reads its input (BackwardInput; true when it does not say).
+  bool backward_reads_input(const ModelBlock& block) const;
   loom::StepArgs step_args(const ModelBlock& block, float loss_scale) const;
 
   loom::ModelConfig config_;

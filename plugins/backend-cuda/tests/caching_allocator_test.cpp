@@ -132,8 +132,9 @@ TEST(CachingAllocatorSizeClass, CachedBlocksServeTheirClassAndLargeOnesNearbyReq
   EXPECT_FALSE(CachingAllocator::serves(82 * kMiB, 64 * kMiB));
 }
 
-// The peaks docs/gpu.md gives for the three H200 workloads ("Device memory, by class": with g
-// recomputed in backward; docs/decisions/large-blocks-at-their-size.md has them with g saved),
+// The peaks docs/gpu.md gives for the three H200 workloads ("Device memory, by class": g
+// recomputed in backward, block outputs in two buffers used in turn; docs/decisions/
+// large-blocks-at-their-size.md has them before either),
 // computed from the buffers Loom allocates in a bf16-mixed NVLAMB training step
 // (`loom bench RECIPE --memory`: the activation arena, the 16-bit working copy, the f32 master,
 // gradients and two moments, the staged batch, the loss sums and the non-finite flag) and
@@ -145,9 +146,9 @@ TEST(CachingAllocatorSizeClass, BertPretrainingBuffersInTheirClasses) {
     size_t arena, parameters16, flat32, batch, in_classes;
   };
   const Workload workloads[] = {
-      {"bert-large seq 128 batch 256", 28'973'791'424, 672'452'256, 1'344'904'512, 831'488, 35'067'397'120},
-      {"bert-base seq 128 batch 256", 12'201'031'872, 220'212'896, 440'425'792, 831'488, 14'227'997'696},
-      {"bert-large seq 512 batch 32", 14'485'715'392, 672'452'256, 1'344'904'512, 414'208, 20'579'812'352},
+      {"bert-large seq 128 batch 256", 25'886'783'680, 672'452'256, 1'344'904'512, 831'488, 31'980'389'376},
+      {"bert-base seq 128 batch 256", 11'093'735'616, 220'212'896, 440'425'792, 831'488, 13'120'701'440},
+      {"bert-large seq 512 batch 32", 12'942'211'520, 672'452'256, 1'344'904'512, 414'208, 19'036'308'480},
   };
   for (const Workload& w : workloads) {
     const size_t buffers[] = {w.arena, w.parameters16, w.flat32, w.flat32, w.flat32, w.flat32,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "loom/sdk/backend.hpp"
+#include "loom/sdk/backward_input.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/error.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
@@ -26,8 +27,10 @@ inline uint64_t mix64(uint64_t x) {
 /// Counter offsets of a block's dropout sites are `site << kDropoutSiteShift` (2^40 elements each).
 inline constexpr int kDropoutSiteShift = 40;
 
-class BertBlock : public loom::Block {
+class BertBlock : public loom::Block, public loom::BackwardInput {
  public:
+  /// BackwardInput: a block reads its input in backward unless it says otherwise (each offers it).
+  bool backward_reads_input() const override { return true; }
   void setup(const loom::BlockSetup& setup) override {
     if (setup.config == nullptr || setup.backend == nullptr)
       throw loom::Error(name_ + ": setup without config or backend");

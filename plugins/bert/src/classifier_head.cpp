@@ -130,7 +130,8 @@ class ClassifierHead final : public PoolerHead {
 loom_component_desc classifier_head_component() {
   return loom::component<loom::Block, ClassifierHead>(
       "bert.classifier-head", "0.1.0",
-      "pooler, dropout, Linear(H, num_labels); cross-entropy (num_labels = 1: MSE regression)");
+      "pooler, dropout, Linear(H, num_labels); cross-entropy (num_labels = 1: MSE regression)",
+      loom::offers<loom::BackwardInput>{});
 }
 
 }  // namespace loom_bert

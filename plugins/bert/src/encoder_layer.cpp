@@ -75,6 +75,8 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
 
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
   const char* scope() const override { return "bert.encoder.layer.#"; }
+  /// In 16-bit compute backward reads the saved 16-bit copy of x, not the f32 input.
+  bool backward_reads_input() const override { return !reduced(); }
 
   loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
     RegionCarver saved(nullptr, 0, {}, name_.c_str());
@@ -97,7 +99,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     RegionCarver scratch_region(step.scratch, step.scratch_bytes, be().device(), name_.c_str());
     const ForwardScratch w = carve_forward_scratch(scratch_region, B, T);
     const Tensor x = input.reshape({N, H});
-    input_ = x;  // unchanged until backward (block.hpp): the f32 operand of dWq/dWk/dWv
+    input_ = x;  // in f32 compute unchanged until backward (block.hpp): the operand of dWq/dWk/dWv
 
     // Self-attention.
     const Tensor x_c = to_compute(x, s.x_c);
@@ -438,7 +440,7 @@ loom_component_desc encoder_layer_component() {
   return loom::component<loom::Block, EncoderLayer>(
       "bert.encoder-layer", "0.1.0",
       "post-LN self-attention (key padding mask) + GELU feed-forward, with dropout",
-      loom::offers<loom::SavedAttentionBytes>{});
+      loom::offers<loom::SavedAttentionBytes, loom::BackwardInput>{});
 }
 
 }  // namespace loom_bert

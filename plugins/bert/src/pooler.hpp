@@ -14,6 +14,8 @@ class PoolerHead : public BertBlock {
  public:
   loom::BlockRole role() const override { return loom::BlockRole::head; }
   const char* scope() const override { return ""; }
+  /// Backward reads the [CLS] rows (and the heads their other rows) from what forward saved.
+  bool backward_reads_input() const override { return false; }
 
  protected:
   using BertBlock::BertBlock;

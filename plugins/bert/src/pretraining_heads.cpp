@@ -216,7 +216,8 @@ class PretrainingHeads final : public PoolerHead {
 loom_component_desc pretraining_heads_component() {
   return loom::component<loom::Block, PretrainingHeads>(
       "bert.pretraining-heads", "0.1.0",
-      "pooler + NSP, MLM on labelled rows with the decoder tied to word embeddings");
+      "pooler + NSP, MLM on labelled rows with the decoder tied to word embeddings",
+      loom::offers<loom::BackwardInput>{});
 }
 
 }  // namespace loom_bert

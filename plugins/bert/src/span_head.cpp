@@ -21,6 +21,8 @@ class SpanHead final : public BertBlock {
 
   loom::BlockRole role() const override { return loom::BlockRole::head; }
   const char* scope() const override { return ""; }
+  /// In 16-bit compute backward reads the saved 16-bit copy of the input, not the f32 input.
+  bool backward_reads_input() const override { return !reduced(); }
 
   loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
     RegionCarver saved(nullptr, 0, {}, name_.c_str());
@@ -117,7 +119,8 @@ class SpanHead final : public BertBlock {
 
 loom_component_desc span_head_component() {
   return loom::component<loom::Block, SpanHead>(
-      "bert.span-head", "0.1.0", "Linear(H, 2) → start/end logits; mean of both cross-entropies");
+      "bert.span-head", "0.1.0", "Linear(H, 2) → start/end logits; mean of both cross-entropies",
+      loom::offers<loom::BackwardInput>{});
 }
 
 }  // namespace loom_bert

@@ -15,7 +15,8 @@
 //   gradient of both uses accumulates into one place (the MLM decoder and the word embeddings).
 // - The hidden stream between blocks is f32 [batch, seq, hidden]. A block's `input` stays
 //   unchanged from its forward to its backward (the host keeps one tensor per block boundary),
-//   so a block need not copy it. `backward` WRITES `d_input` and ACCUMULATES (+=) into the
+//   so a block need not copy it — unless the block offers BackwardInput (backward_input.hpp) and
+//   says its backward does not read it. `backward` WRITES `d_input` and ACCUMULATES (+=) into the
 //   parameter gradients; it may overwrite `d_output`.
 // - Activation memory: `saved` bytes are this block's alone and live from forward to backward;
 //   `scratch` bytes are shared by all blocks and valid only during one call. Blocks allocate
