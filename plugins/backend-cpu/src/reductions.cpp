@@ -7,6 +7,7 @@
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -65,13 +66,17 @@ void CpuBackend::global_norm(const loom::Tensor& x, const loom::Tensor& out) {
 }
 
 void CpuBackend::check_finite(const loom::Tensor& x, const loom::Tensor& flag) {
-  const auto check = checks("check_finite");
-  loom_backend::check_finite_flag(check, x, flag);
-  bool finite = true;
-  with_float_storage(x.dtype, "check_finite", [&](auto t) {
-    finite = all_finite(static_cast<const decltype(t)*>(x.data), x.numel(), threads_);
-  });
-  if (!finite) *static_cast<int32_t*>(flag.data) = 1;
+  run_op(
+      "check_finite",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_finite_flag(check, x, flag);
+        return x.numel();
+      },
+      {x.dtype},
+      [&](int64_t n, auto t) {
+        if (!all_finite(static_cast<const decltype(t)*>(x.data), n, threads_))
+          *static_cast<int32_t*>(flag.data) = 1;
+      });
 }
 
 }  // namespace loom_cpu

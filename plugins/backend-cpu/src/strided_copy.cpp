@@ -8,6 +8,7 @@
 #include "float_storage.hpp"
 #include "loom_backend/element_words.hpp"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -79,25 +80,27 @@ void CpuBackend::copy(const loom::Tensor& src, const loom::Tensor& dst) {
 }
 
 void CpuBackend::cast(const loom::Tensor& src, const loom::Tensor& dst) {
-  const auto check = checks("cast");
-  loom_backend::check_cast(check, src, dst);
-  const int64_t n = src.numel();
-  with_float_storage(src.dtype, "cast", [&](auto s_tag) {
-    with_float_storage(dst.dtype, "cast", [&](auto d_tag) {
-      using S = decltype(s_tag);
-      using D = decltype(d_tag);
-      const S* s = static_cast<const S*>(src.data);
-      D* d = static_cast<D*>(dst.data);
-      const int64_t chunks = (n + kParallelMinElements - 1) / kParallelMinElements;
+  run_op(
+      "cast",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_cast(check, src, dst);
+        return src.numel();
+      },
+      {src.dtype, dst.dtype},
+      [&](int64_t n, auto s_tag, auto d_tag) {
+        using S = decltype(s_tag);
+        using D = decltype(d_tag);
+        const S* s = static_cast<const S*>(src.data);
+        D* d = static_cast<D*>(dst.data);
+        const int64_t chunks = (n + kParallelMinElements - 1) / kParallelMinElements;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (chunks > 1)
-      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-        const int64_t begin = chunk * kParallelMinElements;
-        const int64_t end = begin + kParallelMinElements < n ? begin + kParallelMinElements : n;
+        for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+          const int64_t begin = chunk * kParallelMinElements;
+          const int64_t end = begin + kParallelMinElements < n ? begin + kParallelMinElements : n;
 #pragma omp simd
-        for (int64_t i = begin; i < end; ++i) store(d, i, load(s, i));
-      }
-    });
-  });
+          for (int64_t i = begin; i < end; ++i) store(d, i, load(s, i));
+        }
+      });
 }
 
 }  // namespace loom_cpu

@@ -87,13 +87,14 @@ void CudaBackend::dropout_forward(const loom::Tensor& x, const loom::Tensor& y, 
       "dropout_forward",
       [&](const ArgumentChecks& check) {
         loom_backend::check_dropout_forward(check, x, y, p);
-        return x.numel();
+        return Elements{x.numel()};
       },
       {x.dtype, y.dtype},
-      [&](int64_t n, auto xt, auto yt) {
+      [&](Elements n, auto xt, auto yt) {
         using SI = decltype(xt);
         using SO = decltype(yt);
-        launch_dropout(static_cast<const SI*>(x.data), static_cast<SO*>(y.data), n, p, seed, offset, stream_);
+        launch_dropout(static_cast<const SI*>(x.data), static_cast<SO*>(y.data), n.count, p, seed, offset,
+                       stream_);
       });
 }
 
@@ -103,11 +104,11 @@ void CudaBackend::dropout_backward(const loom::Tensor& dy, const loom::Tensor& d
       "dropout_backward",
       [&](const ArgumentChecks& check) {
         loom_backend::check_dropout_backward(check, dy, dx, p);
-        return dy.numel();
+        return Elements{dy.numel()};
       },
-      [&](int64_t n) {
-        launch_dropout(static_cast<const float*>(dy.data), static_cast<float*>(dx.data), n, p, seed, offset,
-                       stream_);
+      [&](Elements n) {
+        launch_dropout(static_cast<const float*>(dy.data), static_cast<float*>(dx.data), n.count, p, seed,
+                       offset, stream_);
       });
 }
 

@@ -10,6 +10,7 @@
 #include "float_storage.cuh"
 #include "loom_backend/element_words.hpp"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.cuh"
 #include "row_quads.cuh"
 #include "strided_layout.cuh"
 
@@ -104,23 +105,24 @@ void CudaBackend::copy(const loom::Tensor& src, const loom::Tensor& dst) {
 }
 
 void CudaBackend::cast(const loom::Tensor& src, const loom::Tensor& dst) {
-  const auto check = checks("cast");
-  loom_backend::check_cast(check, src, dst);
-  const int64_t n = src.numel();
-  if (n == 0) return;
-  with_float_storage(src.dtype, "cast", [&](auto s_tag) {
-    with_float_storage(dst.dtype, "cast", [&](auto d_tag) {
-      using SI = decltype(s_tag);
-      using SO = decltype(d_tag);
-      const auto* in = static_cast<const SI*>(src.data);
-      auto* out = static_cast<SO*>(dst.data);
-      if (n % 4 == 0 && is_quad_aligned<SI>(in) && is_quad_aligned<SO>(out))
-        cast_quads_kernel<SI, SO><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(in, out, n / 4);
-      else
-        cast_kernel<SI, SO><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(in, out, n);
-    });
-  });
-  check_launch("cast");
+  run_op(
+      "cast",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_cast(check, src, dst);
+        return Elements{src.numel()};
+      },
+      {src.dtype, dst.dtype},
+      [&](Elements elements, auto s_tag, auto d_tag) {
+        using SI = decltype(s_tag);
+        using SO = decltype(d_tag);
+        const int64_t n = elements.count;
+        const auto* in = static_cast<const SI*>(src.data);
+        auto* out = static_cast<SO*>(dst.data);
+        if (n % 4 == 0 && is_quad_aligned<SI>(in) && is_quad_aligned<SO>(out))
+          cast_quads_kernel<SI, SO><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(in, out, n / 4);
+        else
+          cast_kernel<SI, SO><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(in, out, n);
+      });
 }
 
 void CudaBackend::scale_strided(const loom::Tensor& c, float beta) {

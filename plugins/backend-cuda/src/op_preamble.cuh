@@ -18,8 +18,17 @@
 
 namespace loom_cuda {
 
-// A grid of no blocks is not a valid launch, so an op whose rows are none returns after its
+/// The geometry of an element-wise op: how many elements its views hold.
+struct Elements {
+  int64_t count;
+};
+
+// A grid of no blocks is not a valid launch, so an op with nothing to work on returns after its
 // contract, launching and checking nothing.
+/// An element-wise op over no elements.
+inline bool nothing_to_launch(const Elements& elements) {
+  return elements.count == 0;
+}
 /// Softmax over no rows or rows of no columns (whose key mask the contract did not look at).
 inline bool nothing_to_launch(const loom_backend::SoftmaxRows& shape) {
   return shape.empty();
@@ -28,8 +37,7 @@ inline bool nothing_to_launch(const loom_backend::SoftmaxRows& shape) {
 inline bool nothing_to_launch(const loom_backend::LayerNormRows& shape) {
   return shape.rows == 0;
 }
-/// Every other geometry runs its body: cross-entropy writes a mean loss of 0 for no rows, and the
-/// element-wise launchers return by themselves for no elements.
+/// Every other geometry runs its body (cross-entropy writes a mean loss of 0 for no rows).
 template <typename Geometry>
 bool nothing_to_launch(const Geometry&) {
   return false;

@@ -12,6 +12,7 @@
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.cuh"
 #include "warp_reductions.cuh"
 
 namespace loom_cuda {
@@ -112,16 +113,18 @@ void CudaBackend::global_norm(const loom::Tensor& x, const loom::Tensor& out) {
 }
 
 void CudaBackend::check_finite(const loom::Tensor& x, const loom::Tensor& flag) {
-  const auto check = checks("check_finite");
-  loom_backend::check_finite_flag(check, x, flag);
-  const int64_t n = x.numel();
-  if (n == 0) return;
-  with_float_storage(x.dtype, "check_finite", [&](auto t) {
-    using S = decltype(t);
-    check_finite_kernel<S><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<const S*>(x.data), n,
-                                                                            static_cast<int32_t*>(flag.data));
-  });
-  check_launch("check_finite");
+  run_op(
+      "check_finite",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_finite_flag(check, x, flag);
+        return Elements{x.numel()};
+      },
+      {x.dtype},
+      [&](Elements n, auto t) {
+        using S = decltype(t);
+        check_finite_kernel<S><<<grid_for(n.count, kThreads), kThreads, 0, stream_>>>(
+            static_cast<const S*>(x.data), n.count, static_cast<int32_t*>(flag.data));
+      });
 }
 
 }  // namespace loom_cuda
