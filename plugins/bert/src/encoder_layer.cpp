@@ -8,11 +8,12 @@
 //   x2       = dropout(g·W2ᵀ + b2) + h1;    out = LayerNorm(x2)
 // Saved: q, k, v, probs, ctx (compute dtype), x1, x2 and LayerNorm statistics (f32), u (compute
 // dtype); h1 in f32 compute, its 16-bit copy (only) in bf16/f16 compute, plus a 16-bit copy of x
-// there. g is not saved: backward recomputes it from u into scratch (the same op on the same
-// inputs, so the same bits), which keeps [B·T, I] per layer out of the saved activations — the
-// largest single tensor a layer would keep — for one bias + GELU pass per layer. Dropout masks are
-// regenerated in backward from the Philox key (sites 0: attention probs, 1: attention output,
-// 2: FFN output).
+// there. g is saved in f32 compute only: in 16-bit compute backward recomputes it from u into
+// scratch (the same op on the same inputs, so the same bits), which keeps [B·T, I] per layer out of
+// the saved activations — the largest tensor a layer would keep, and 16-bit compute is where
+// device memory is short — for one bias + GELU pass per layer (on the CPU in f32 an erf per
+// element, so there g is kept). Dropout masks are regenerated in backward from the Philox key
+// (sites 0: attention probs, 1: attention output, 2: FFN output).
 //
 // When the backend offers fused attention (FusedAttention::fused_attention for this head size and the
 // config's max_position_embeddings), the softmax and dropout of the first line and the product
@@ -47,18 +48,18 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
   // q, k, v: [B·T, H] column blocks of one [B·T, 3H] region when the projections are one GEMM,
   // else three [B·T, H] blocks of it; either way the region's size is the same.
   struct Saved {
-    Tensor x_c, qkv, q, k, v, probs, lse, ctx, x1, mean1, rstd1, h1, h1_c, u, x2, mean2, rstd2;
+    Tensor x_c, qkv, q, k, v, probs, lse, ctx, x1, mean1, rstd1, h1, h1_c, u, g, x2, mean2, rstd2;
     size_t attention_bytes = 0;  // qkv through ctx: what attention keeps for its backward
   };
   struct ForwardScratch {
     Tensor tmp, tmp_qkv, h1, g, scores, probs_dropped;  // tmp: [B·T, H] at the start of tmp_qkv; h1:
-                                                        // f32 LayerNorm output in 16-bit compute
+                                                        // f32 LayerNorm output and g in 16-bit compute
   };
   struct BackwardScratch {
     Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, g, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped,
         d_qkv, d_qkv_c, d_q, d_k, d_v, d_attention_out, delta;  // d_attention_out: [B·T, H] at the
                                                                 // start of d_qkv, free until attention;
-                                                                // g: d_wide_c in 16-bit compute
+                                                                // g: d_wide_c (16-bit compute only)
   };
 
  public:
@@ -127,8 +128,9 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
 
     // Feed-forward: dense + GELU, dense, then bias, dropout, residual and LayerNorm.
     linear_forward(h1_c, ffn_in_weight_, Tensor{}, s.u);
-    be().bias_gelu_forward(s.u, master(ffn_in_bias_), w.g, gelu());
-    linear_forward(w.g, ffn_out_weight_, Tensor{}, w.tmp);
+    const Tensor g = reduced() ? w.g : s.g;
+    be().bias_gelu_forward(s.u, master(ffn_in_bias_), g, gelu());
+    linear_forward(g, ffn_out_weight_, Tensor{}, w.tmp);
     add_norm_forward(step, 2, w.tmp, ffn_out_bias_, h1, ln2_gamma_, ln2_beta_, s.x2, output.reshape({N, H}),
                      Tensor{}, s.mean2, s.rstd2);
   }
@@ -145,11 +147,11 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     // out = LayerNorm(x2), x2 = dropout(g·W2ᵀ + b2) + h1.
     add_norm_backward(step, 2, dy, s.x2, ln2_gamma_, ln2_beta_, ffn_out_bias_, s.mean2, s.rstd2, w.d_res,
                       w.d_dense);
-    // g = gelu(u + bi) again, as forward computed it; in 16-bit compute it lives in d_wide_c, which
-    // dGELU's cast below overwrites once dW2 has read g.
-    be().bias_gelu_forward(s.u, master(ffn_in_bias_), w.g, gelu());
-    linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), w.g, ffn_out_weight_, Tensor{}, w.d_wide,
-                    0.0f);
+    // In 16-bit compute g = gelu(u + bi) again, as forward computed it, into d_wide_c, which dGELU's
+    // copy below overwrites once dW2 has read it.
+    if (reduced()) be().bias_gelu_forward(s.u, master(ffn_in_bias_), w.g, gelu());
+    linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), reduced() ? w.g : s.g, ffn_out_weight_,
+                    Tensor{}, w.d_wide, 0.0f);
     // g = gelu(u + bi), u = h1·Wiᵀ. In 16-bit compute the next GEMM's operand is dGELU's 16-bit
     // copy, written in the same pass when the backend offers it.
     Tensor d_wide_c;
@@ -292,6 +294,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     if (!reduced()) s.h1 = r.take(DType::f32, {N, H});
     s.h1_c = r.take_compute_copy(compute_, {N, H});
     s.u = r.take(c, {N, I});
+    if (!reduced()) s.g = r.take(c, {N, I});
     s.x2 = r.take(DType::f32, {N, H});
     s.mean2 = r.take(DType::f32, {N});
     s.rstd2 = r.take(DType::f32, {N});
@@ -303,7 +306,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     w.tmp_qkv = r.take(DType::f32, {N, 3 * H});
     w.tmp = loom::Tensor::contiguous(w.tmp_qkv.data, DType::f32, {N, H}, w.tmp_qkv.device);
     if (reduced()) w.h1 = r.take(DType::f32, {N, H});
-    w.g = r.take(compute_, {N, config_.intermediate_size});
+    if (reduced()) w.g = r.take(compute_, {N, config_.intermediate_size});
     if (!fused_) {
       w.scores = r.take(DType::f32, {B, heads, T, T});
       w.probs_dropped = r.take(compute_, {B, heads, T, T});
@@ -319,7 +322,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     w.d_dense_c = r.take_compute_copy(compute_, {N, H});
     w.d_wide = r.take(DType::f32, {N, I});
     w.d_wide_c = r.take_compute_copy(compute_, {N, I});
-    w.g = reduced() ? w.d_wide_c : r.take(DType::f32, {N, I});
+    w.g = w.d_wide_c;  // absent in f32 compute, where g is saved
     w.d_ctx = r.take(DType::f32, {N, H});
     if (fused_) {
       w.delta = r.take(DType::f32, {B, heads, T});
