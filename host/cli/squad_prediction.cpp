@@ -19,7 +19,7 @@
 #include "model/bert_config.hpp"
 #include "model/host_batch_buffers.hpp"
 #include "model/model.hpp"
-#include "model/model_config.hpp"
+#include "model/model_config_from_bert.hpp"
 #include "recipe/errors.hpp"
 #include "train/run_checkpoint.hpp"
 

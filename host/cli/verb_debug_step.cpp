@@ -23,7 +23,7 @@
 #include "model/batch_staging.hpp"
 #include "model/bert_config.hpp"
 #include "model/model.hpp"
-#include "model/model_config.hpp"
+#include "model/model_config_from_bert.hpp"
 #include "recipe/errors.hpp"
 #include "train/run_checkpoint.hpp"
 

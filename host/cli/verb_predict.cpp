@@ -27,7 +27,7 @@
 #include "model/batch_staging.hpp"
 #include "model/bert_config.hpp"
 #include "model/model.hpp"
-#include "model/model_config.hpp"
+#include "model/model_config_from_bert.hpp"
 #include "train/run_checkpoint.hpp"
 
 namespace loom::cli {

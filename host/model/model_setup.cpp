@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "loom/sdk/tokenizer.hpp"
-#include "model/model_config.hpp"
+#include "model/model_config_from_bert.hpp"
 #include "model/model_recipe.hpp"
 #include "recipe/errors.hpp"
 

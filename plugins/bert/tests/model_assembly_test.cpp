@@ -11,7 +11,7 @@
 #include "block_harness.hpp"
 #include "model/bert_config.hpp"
 #include "model/model.hpp"
-#include "model/model_config.hpp"
+#include "model/model_config_from_bert.hpp"
 #include "model/model_recipe.hpp"
 #include "recipe/errors.hpp"
 

@@ -1,5 +1,5 @@
-// BertConfig → loom::ModelConfig; see model_config.hpp.
-#include "model/model_config.hpp"
+// BertConfig → loom::ModelConfig; see model_config_from_bert.hpp.
+#include "model/model_config_from_bert.hpp"
 
 #include <limits>
 
