@@ -8,7 +8,7 @@
 // precision component's name; the recipe's own [precision] is not used. The recipe's [data], when
 // present, is opened only to size the head as training would (a classification task's label
 // count). A request is upload + forward without dropout + download of the head's outputs on
-// synthetic full-length batches (eval/inference_bench.hpp); latency percentiles interpolate
+// synthetic full-length batches (eval/inference_timing.hpp); latency percentiles interpolate
 // linearly (eval/latency_summary.hpp). Sequences per second = batch size / mean latency.
 #include "inference_bench.hpp"
 
@@ -21,7 +21,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/inference_bench.hpp"
+#include "eval/inference_timing.hpp"
 #include "eval/latency_summary.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/ops/device_description.hpp"

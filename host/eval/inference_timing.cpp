@@ -1,5 +1,5 @@
-// Timed inference requests; see inference_bench.hpp.
-#include "eval/inference_bench.hpp"
+// Timed inference requests; see inference_timing.hpp.
+#include "eval/inference_timing.hpp"
 
 #include <chrono>
 #include <random>
