@@ -30,12 +30,12 @@ class TempDir {
 };
 
 TEST(PluginDiscovery, OnlyLibloomNamesAreConsidered) {
-  EXPECT_TRUE(is_plugin_file_name("libloom-core.so"));
+  EXPECT_TRUE(is_plugin_file_name("libloom-comm-local.so"));
   EXPECT_TRUE(is_plugin_file_name("libloom-cuda-sm80.so"));
-  EXPECT_FALSE(is_plugin_file_name("libcore.so"));
-  EXPECT_FALSE(is_plugin_file_name("libloom-core.so.1"));
+  EXPECT_FALSE(is_plugin_file_name("libcomm-local.so"));
+  EXPECT_FALSE(is_plugin_file_name("libloom-comm-local.so.1"));
   EXPECT_FALSE(is_plugin_file_name("libloom-.so"));
-  EXPECT_FALSE(is_plugin_file_name("loom-core.so"));
+  EXPECT_FALSE(is_plugin_file_name("loom-comm-local.so"));
 }
 
 TEST(PluginDiscovery, SymlinkedPluginIsLoadedOnce) {
@@ -84,11 +84,11 @@ TEST(PluginDiscovery, DefaultPathsEndWithTheInstallDirectoryAndNeverTheCurrentDi
   for (const auto& dir : dirs) EXPECT_NE(dir, fs::current_path().string());
 }
 
-TEST(PluginDiscovery, CorePluginProvidesTheLocalCommunicator) {
+TEST(PluginDiscovery, CommLocalPluginProvidesTheLocalCommunicator) {
   PluginRegistry registry(hermetic({LOOM_PLUGIN_DIR}));
   const ComponentEntry* local = registry.find(LOOM_KIND_COMMUNICATOR, "local");
   ASSERT_NE(local, nullptr);
-  EXPECT_EQ(local->plugin->name(), "core");
+  EXPECT_EQ(local->plugin->name(), "comm-local");
 }
 
 }  // namespace

@@ -15,9 +15,9 @@ src=$2
 source "$(dirname "$0")/lib.sh"
 fixtures=$src/tests/fixtures
 installed=$(dirname "$loom")/../lib/loom/plugins
-core=$installed/libloom-core.so
-[ -f "$core" ] || { echo "FAIL: no $core to cut"; exit 1; }
-size=$(stat -c %s "$core")
+local_plugin=$installed/libloom-comm-local.so
+[ -f "$local_plugin" ] || { echo "FAIL: no $local_plugin to cut"; exit 1; }
+size=$(stat -c %s "$local_plugin")
 snapshot "$installed"
 
 # scanned FILE REASON: FILE, alone in a scanned folder, is listed as refused with REASON (a regex) by
@@ -27,7 +27,7 @@ scanned() {
   cases=$((cases + 1))
   expect_ok "$file: loom plugins" -- "$loom" --plugin-path "$work/plugins" plugins
   grep -qE "$(lit "refused $file: ")$reason" "$work/out" || fail "$file: not listed as refused ($reason): $(cat "$work/out")"
-  grep -q "^core " "$work/out" || fail "$file: the installed core plugin is not listed: $(cat "$work/out")"
+  grep -q "^comm-local " "$work/out" || fail "$file: the installed comm-local plugin is not listed: $(cat "$work/out")"
   expect_ok "$file: loom plugins --json" -- "$loom" --plugin-path "$work/plugins" plugins --json
   grep -qE "$reason" "$work/out" || fail "$file: plugins --json lacks the reason"
   expect_ok "$file: loom check" -- "$loom" --plugin-path "$work/plugins" check "$fixtures/valid.toml"
@@ -36,9 +36,9 @@ scanned() {
 in_plugins() { rm -rf "$work/plugins"; mkdir -p "$work/plugins"; "$@"; }
 
 # Cut inside the headers, the code, the data, just before the section table.
-broken=$work/plugins/libloom-core.so
+broken=$work/plugins/libloom-comm-local.so
 for cut in 1000 $((size / 3)) $((size * 2 / 3)) $((size - 100)); do
-  in_plugins sh -c "head -c $cut '$core' > '$broken'"
+  in_plugins sh -c "head -c $cut '$local_plugin' > '$broken'"
   scanned "$broken" "cannot be loaded: .*truncated or damaged"
 done
 # Named explicitly: exit 3, the file named.
@@ -50,7 +50,7 @@ grep -qF "refused plugin $broken" "$work/err" || fail "[plugins] paths: no refus
 mkdir -p "$work/home/.local/share/loom/plugins"
 cp "$broken" "$work/home/.local/share/loom/plugins/"
 expect_ok "user plugin folder" -- env -u XDG_DATA_HOME HOME="$work/home" "$loom" plugins
-grep -qF "refused $work/home/.local/share/loom/plugins/libloom-core.so: cannot be loaded" "$work/out" ||
+grep -qF "refused $work/home/.local/share/loom/plugins/libloom-comm-local.so: cannot be loaded" "$work/out" ||
   fail "user plugin folder: not listed as refused: $(cat "$work/out")"
 
 # Not ELF; ELF but not a Loom plugin; a folder; a second copy of an installed plugin.

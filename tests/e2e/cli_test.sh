@@ -17,7 +17,7 @@ expect_code 0 $code "--version"
 
 out=$("$loom" plugins); code=$?
 expect_code 0 $code "plugins"
-grep -q "^core " <<<"$out" || fail "plugins does not list core: $out"
+grep -q "^comm-local " <<<"$out" || fail "plugins does not list comm-local: $out"
 grep -q "communicator/local" <<<"$out" || fail "plugins does not list communicator/local: $out"
 
 out=$("$loom" plugins --json); code=$?

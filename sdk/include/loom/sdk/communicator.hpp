@@ -1,7 +1,7 @@
 // Communicator: the processes of one run and the collectives the trainer needs.
 //
 // One process per device. Rank 0 writes checkpoints and metrics. Implementations: `local` (one
-// process, in plugins/core: host memory only, this interface alone); `mpi` and `nccl` also offer
+// process, in plugins/comm-local: host memory only, this interface alone); `mpi` and `nccl` also offer
 // the named interface ExtendedCollectives (extended_collectives.hpp: non-blocking, typed and
 // device-buffer collectives, all-gather), which the host asks for and uses where it is offered.
 #pragma once

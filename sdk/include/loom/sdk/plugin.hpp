@@ -5,7 +5,7 @@
 //     explicit LocalCommunicator(loom::ComponentContext& context);  // reads all its options here
 //     ...
 //   };
-//   LOOM_PLUGIN("core", "0.1.0", "Components every run needs",
+//   LOOM_PLUGIN("comm-local", "0.1.0", "Single-process communicator",
 //               loom::component<loom::Communicator, LocalCommunicator>("local", "0.1.0", "rank 0 of 1"))
 //
 // A component that offers named interfaces beyond its kind's (interfaces.hpp) lists them last:

@@ -5,7 +5,7 @@
 
 #include "local_communicator.hpp"
 
-namespace loom_core {
+namespace loom_local {
 
 LocalCommunicator::LocalCommunicator(loom::ComponentContext& /*context*/) {}
 
@@ -23,4 +23,4 @@ void LocalCommunicator::broadcast(void* /*data*/, size_t /*bytes*/, int root) {
 }
 void LocalCommunicator::barrier() {}
 
-}  // namespace loom_core
+}  // namespace loom_local

@@ -4,7 +4,7 @@
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/plugin.hpp"
 
-namespace loom_core {
+namespace loom_local {
 
 class LocalCommunicator final : public loom::Communicator {
  public:
@@ -17,4 +17,4 @@ class LocalCommunicator final : public loom::Communicator {
   void barrier() override;
 };
 
-}  // namespace loom_core
+}  // namespace loom_local
