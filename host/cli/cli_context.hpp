@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "recipe/recipe.hpp"
 
 namespace loom::cli {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli_context.hpp"
-#include "plugins/component.hpp"
+#include "plugin_loading/component.hpp"
 #include "loom/sdk/tokenizer.hpp"
 
 namespace loom::cli {

@@ -23,8 +23,8 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "model/parameter_table.hpp"
-#include "plugins/component.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/component.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 
 namespace loom::host {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "recipe/recipe.hpp"
 
 namespace loom::host {

@@ -11,8 +11,8 @@
 #include "model/bert_config.hpp"
 #include "model/host_batch_buffers.hpp"
 #include "model/model.hpp"
-#include "plugins/component.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/component.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "recipe/recipe.hpp"
 
 namespace loom::host {

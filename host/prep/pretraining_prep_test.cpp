@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "prep/pretraining_prep.hpp"
 #include "files/sha256.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "loom/sdk/ops/transfer_counts.hpp"
-#include "plugins/plugin_test_support.hpp"
+#include "plugin_loading/plugin_test_support.hpp"
 #include "train/backend_update.hpp"
 
 namespace loom::host {

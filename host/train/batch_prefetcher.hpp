@@ -31,7 +31,7 @@
 
 #include "loom/sdk/dataset.hpp"
 #include "model/host_batch_buffers.hpp"
-#include "plugins/component.hpp"
+#include "plugin_loading/component.hpp"
 
 namespace loom::host {
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/sdk/communicator.hpp"
-#include "plugins/component.hpp"
+#include "plugin_loading/component.hpp"
 
 namespace loom::host {
 

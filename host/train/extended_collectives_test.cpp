@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "loom/sdk/extended_collectives.hpp"
-#include "plugins/plugin_test_support.hpp"
+#include "plugin_loading/plugin_test_support.hpp"
 #include "train/data_parallel.hpp"
 #include "train/gradient_sync.hpp"
 

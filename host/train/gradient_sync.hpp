@@ -17,7 +17,7 @@
 
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/extended_collectives.hpp"
-#include "plugins/component.hpp"
+#include "plugin_loading/component.hpp"
 
 namespace loom::host {
 

@@ -15,7 +15,7 @@
 #include "loom/sdk/ops/memory_usage.hpp"
 #include "model/batch_staging.hpp"
 #include "model/model.hpp"
-#include "plugins/plugin_test_support.hpp"
+#include "plugin_loading/plugin_test_support.hpp"
 #include "train/backend_update.hpp"
 #include "train/loss_sums.hpp"
 #include "train/memory_account.hpp"

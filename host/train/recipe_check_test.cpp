@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "train/recipe_check.hpp"
-#include "plugins/plugin_test_support.hpp"
+#include "plugin_loading/plugin_test_support.hpp"
 
 namespace loom::host {
 namespace {

@@ -18,8 +18,8 @@
 #include "loom/sdk/precision.hpp"
 #include "loom/sdk/schedule.hpp"
 #include "loom/sdk/tokenizer.hpp"
-#include "plugins/component.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/component.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "recipe/recipe.hpp"
 
 namespace loom::host {

@@ -13,7 +13,7 @@
 
 #include "loom/sdk/dataset.hpp"
 #include "model/bert_config.hpp"
-#include "plugins/component.hpp"
+#include "plugin_loading/component.hpp"
 
 namespace loom::host {
 

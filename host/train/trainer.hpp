@@ -38,7 +38,7 @@
 
 #include "control/run_control.hpp"
 #include "metrics/run_observer.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "recipe/recipe.hpp"
 
 namespace loom::host {

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 
 #ifdef LOOM_BACKEND_CUDA_PLUGIN
 #include "gpu_requirement.hpp"  // the skip rule of every GPU test of the tree

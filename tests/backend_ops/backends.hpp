@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "loom/sdk/backend.hpp"
-#include "plugins/component.hpp"
+#include "plugin_loading/component.hpp"
 
 namespace loom_backend_ops {
 

@@ -1,5 +1,5 @@
 // libFuzzer target for the ELF check the host makes before it dlopens a plugin
-// (plugins/plugin_file_check.hpp). The input is a plugin file's bytes. Properties:
+// (host/plugin_loading/plugin_file_check.hpp). The input is a plugin file's bytes. Properties:
 // (a) elf_image_problem accepts the image exactly when an independent reading of the ELF header here
 //     finds what dlopen relies on: every loaded byte inside the file, a PT_LOAD, sane table entry
 //     sizes (no false refusal of a sound file, no sound verdict for a damaged one);
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "plugins/plugin_file_check.hpp"
+#include "plugin_loading/plugin_file_check.hpp"
 
 using loom_fuzz::require;
 

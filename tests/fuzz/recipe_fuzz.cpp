@@ -21,7 +21,7 @@
 #include <toml++/toml.h>
 
 #include "fuzz_support.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "recipe/errors.hpp"
 #include "recipe/recipe.hpp"
 #include "recipe/run_settings.hpp"

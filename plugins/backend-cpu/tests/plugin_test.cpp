@@ -4,7 +4,7 @@
 
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "recipe/errors.hpp"
 
 namespace {

@@ -22,7 +22,7 @@
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/component_kind.hpp"
 #include "model/batch_staging.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "model/batch_staging.hpp"
-#include "plugins/component.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/component.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 
 namespace loom_bert_test {
 

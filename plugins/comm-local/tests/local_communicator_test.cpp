@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "recipe/errors.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "loom/sdk/communicator.hpp"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "recipe/errors.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/float16.hpp"
 

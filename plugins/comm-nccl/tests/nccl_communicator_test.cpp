@@ -12,7 +12,7 @@
 #include "device_placement.hpp"
 #include "gpu_requirement.hpp"
 #include "loom/sdk/communicator2.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "loom/sdk/dataset.hpp"
 #include "loom/sdk/tokenizer.hpp"
 

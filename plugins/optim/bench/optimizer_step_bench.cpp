@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "loom/sdk/optimizer.hpp"
 
 namespace {

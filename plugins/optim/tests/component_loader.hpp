@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 
 namespace loom_optim_test {
 

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "loom/sdk/precision.hpp"
 
 namespace loom_precision_test {

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "recipe/errors.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 #include "loom/sdk/tokenizer.hpp"
 #include "loom/sdk/vocabulary_file.hpp"
 #include "wordpiece_test_support.hpp"

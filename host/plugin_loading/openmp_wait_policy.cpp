@@ -1,5 +1,5 @@
 // OpenMP wait-policy default; see openmp_wait_policy.hpp.
-#include "plugins/openmp_wait_policy.hpp"
+#include "plugin_loading/openmp_wait_policy.hpp"
 
 #include <cstdlib>
 

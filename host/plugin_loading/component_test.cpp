@@ -1,7 +1,7 @@
 // The guard around every call into a component: a plugin's IoError (a missing or malformed data
 // file) is the user's input error (InputError, exit 2), anything else a PluginError (exit 1), both
 // naming the plugin and the component.
-#include "plugins/component.hpp"
+#include "plugin_loading/component.hpp"
 
 #include <gtest/gtest.h>
 

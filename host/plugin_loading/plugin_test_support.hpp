@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 
 namespace loom::host::testing {
 

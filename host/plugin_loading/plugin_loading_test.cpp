@@ -5,7 +5,7 @@
 #include "loom/sdk/communicator.hpp"
 #include "loom/sdk/communicator2.hpp"
 #include "loom/sdk/plugin.hpp"
-#include "plugins/plugin_test_support.hpp"
+#include "plugin_loading/plugin_test_support.hpp"
 #include "recipe/errors.hpp"
 
 namespace loom::host {

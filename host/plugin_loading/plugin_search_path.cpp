@@ -1,5 +1,5 @@
 // Plugin discovery order; see plugin_search_path.hpp.
-#include "plugins/plugin_search_path.hpp"
+#include "plugin_loading/plugin_search_path.hpp"
 
 #include <unistd.h>
 

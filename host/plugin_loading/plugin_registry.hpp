@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "loom/sdk/backend.hpp"
-#include "plugins/component.hpp"
-#include "plugins/plugin_library.hpp"
-#include "plugins/plugin_search_path.hpp"
+#include "plugin_loading/component.hpp"
+#include "plugin_loading/plugin_library.hpp"
+#include "plugin_loading/plugin_search_path.hpp"
 #include "recipe/component_config.hpp"
 
 namespace loom::host {

@@ -1,5 +1,5 @@
 // Loading and validating one plugin file. See plugin_library.hpp for the contract.
-#include "plugins/plugin_library.hpp"
+#include "plugin_loading/plugin_library.hpp"
 
 #include <dlfcn.h>
 
@@ -20,7 +20,7 @@
 #include "loom/sdk/precision.hpp"
 #include "loom/sdk/schedule.hpp"
 #include "loom/sdk/tokenizer.hpp"
-#include "plugins/plugin_file_check.hpp"
+#include "plugin_loading/plugin_file_check.hpp"
 #include "recipe/errors.hpp"
 
 namespace loom::host {

@@ -10,9 +10,9 @@
 
 #include <gtest/gtest.h>
 
-#include "plugins/plugin_file_check.hpp"
-#include "plugins/plugin_registry.hpp"
-#include "plugins/plugin_test_support.hpp"
+#include "plugin_loading/plugin_file_check.hpp"
+#include "plugin_loading/plugin_registry.hpp"
+#include "plugin_loading/plugin_test_support.hpp"
 #include "recipe/errors.hpp"
 
 namespace fs = std::filesystem;

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "recipe/errors.hpp"
-#include "plugins/plugin_test_support.hpp"
+#include "plugin_loading/plugin_test_support.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
 // Plugin discovery, de-duplication and component creation; see plugin_registry.hpp.
-#include "plugins/plugin_registry.hpp"
+#include "plugin_loading/plugin_registry.hpp"
 
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@
 
 #include "loom/sdk/component_kind.hpp"
 #include "loom/sdk/error.hpp"
-#include "plugins/openmp_wait_policy.hpp"
+#include "plugin_loading/openmp_wait_policy.hpp"
 #include "recipe/errors.hpp"
 
 namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/plugin.hpp"
-#include "plugins/plugin_test_support.hpp"
+#include "plugin_loading/plugin_test_support.hpp"
 
 namespace loom::host {
 namespace {

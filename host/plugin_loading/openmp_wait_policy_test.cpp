@@ -1,5 +1,5 @@
 // The OpenMP wait-policy default: set only when the user chose nothing, never overriding a choice.
-#include "plugins/openmp_wait_policy.hpp"
+#include "plugin_loading/openmp_wait_policy.hpp"
 
 #include <cstdlib>
 #include <string>

@@ -9,7 +9,7 @@
 #include "loom/sdk/extended_collectives.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
-#include "plugins/plugin_test_support.hpp"
+#include "plugin_loading/plugin_test_support.hpp"
 #include "recipe/errors.hpp"
 
 namespace loom::host {

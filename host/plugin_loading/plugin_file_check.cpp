@@ -1,5 +1,5 @@
 // The ELF checks made before dlopen; see plugin_file_check.hpp.
-#include "plugins/plugin_file_check.hpp"
+#include "plugin_loading/plugin_file_check.hpp"
 
 #include <elf.h>
 #include <fcntl.h>
