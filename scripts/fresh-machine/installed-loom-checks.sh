@@ -10,7 +10,7 @@ step() { echo "== [$(basename "$(dirname "$(dirname "$loom")")")] $*"; }
 cd /srv/loom
 step "loom --version"; "$loom" --version
 step "loom plugins"; "$loom" plugins | tee /tmp/plugins.txt
-for plugin in backend-cpu bert comm-local datasets optim precision wordpiece; do
+for plugin in backend-cpu bert comm-local datasets optimizers precision wordpiece; do
   grep -q "libloom-$plugin.so" /tmp/plugins.txt || { echo "plugin $plugin was not found" >&2; exit 1; }
 done
 # The quickstart's recipes use the vocabulary scripts/quickstart learns from the corpora.

@@ -1,5 +1,5 @@
 // The optimizer passes (loom::OptimizerSteps, on backends that offer them) against the reference's
-// (backend/cpu's, itself bit-identical to the host optimizers: plugins/optim/tests): NVLAMB, AdamW
+// (backend/cpu's, itself bit-identical to the host optimizers: plugins/optimizers/tests): NVLAMB, AdamW
 // and SGD trajectories at odd sizes (empty, 1-element and ragged segments, gaps, blocks that end
 // mid-warp on a GPU) and at production sizes (several million elements in hundreds of segments),
 // with clipping, trust-ratio and plain segments, loss-scaled gradients and a skipped step (the

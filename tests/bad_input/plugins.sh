@@ -68,9 +68,9 @@ if [ -n "$library" ]; then
 fi
 in_plugins mkdir "$work/plugins/libloom-folder.so"
 scanned "$work/plugins/libloom-folder.so" "cannot be loaded: not a regular file"
-in_plugins cp "$installed/libloom-optim.so" "$work/plugins/libloom-optim-copy.so"
+in_plugins cp "$installed/libloom-optimizers.so" "$work/plugins/libloom-optimizers-copy.so"
 expect_ok "a second copy" -- "$loom" --plugin-path "$work/plugins" plugins
-grep -qF "plugin 'optim' is shadowed by $work/plugins/libloom-optim-copy.so" "$work/out" ||
+grep -qF "plugin 'optimizers' is shadowed by $work/plugins/libloom-optimizers-copy.so" "$work/out" ||
   fail "the shadowed copy is not listed: $(cat "$work/out")"
 
 # Named and missing: --plugin, a [plugins] path; a required plugin that no folder holds.

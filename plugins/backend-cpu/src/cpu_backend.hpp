@@ -148,7 +148,7 @@ class CpuBackend final : public loom::Backend,
                                loom::Gelu variant) override;
 
   // OptimizerSteps (named interface; optimizer_steps.cpp): the passes of plugins/optimizer-passes,
-  // bit for bit what the host optimizers of plugins/optim compute.
+  // bit for bit what the host optimizers of plugins/optimizers compute.
   loom::OptimizerPlan* create_plan(const loom::OptimizerSegment* segments, size_t count,
                                    size_t total_elements) override;
   void destroy_plan(loom::OptimizerPlan* plan) override;

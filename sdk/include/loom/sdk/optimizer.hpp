@@ -1,6 +1,6 @@
 // Optimizer: updates the flat fp32 parameter buffer from the flat gradient buffer in one fused pass.
 //
-// Implementations: `nvlamb`, `adamw`, `sgd` (plugins/optim). Contract:
+// Implementations: `nvlamb`, `adamw`, `sgd` (plugins/optimizers). Contract:
 // - Layout (docs/design.md §3): parameters live in one flat fp32 master buffer, gradients in one flat
 //   fp32 buffer of the same layout. `setup()` receives the segment table — one named segment per
 //   parameter (Hugging Face name, element offset, element count, decay rule). Only elements inside

@@ -1,6 +1,6 @@
 // Schedule: the learning rate as a function of the count of successful optimizer steps.
 //
-// Implementations: `poly-warmup`, `linear-warmup`, `constant` (plugins/optim). Contract:
+// Implementations: `poly-warmup`, `linear-warmup`, `constant` (plugins/optimizers). Contract:
 // - A schedule holds no per-step state: the learning rate of the next step is a pure function of
 //   the optimizer's successful-step counter, so a checkpoint stores the counter, never the lr, and
 //   skipped steps (non-finite gradients) do not advance the schedule.

@@ -7,7 +7,7 @@
 // contiguous f32 on this backend's device. A *plan* holds the segment table, uploaded once at
 // setup (create_plan), the scratch the passes reduce into and the step's device scalars.
 //
-// One step, on the backend, as the optimizers of plugins/optim compute it on the host:
+// One step, on the backend, as the optimizers of plugins/optimizers compute it on the host:
 //   gradient_norm                     Σ g² over the segments (raw gradients, still loss-scaled),
 //                                     and the non-finite flag the precision policy decides from
 //   adamw_step | lamb_step | sgd_step the update; the clip divisor follows from the device Σ g²,
@@ -117,7 +117,7 @@ class OptimizerSteps {
                           const Tensor& exp_avg, const Tensor& exp_avg_sq, const GradientScaling& scaling,
                           const AdamConstants& constants, double lr) = 0;
 
-  /// NVIDIA's LAMB (plugins/optim nvlamb): stage 1 updates the moments and, per segment, Σ w² and
+  /// NVIDIA's LAMB (plugins/optimizers nvlamb): stage 1 updates the moments and, per segment, Σ w² and
   /// Σ u² (w before the update); a segment without trust ratio is finished there with
   /// w = w − f32(lr)·u. Per segment with trust ratio: r = f32(lr·‖w‖/‖u‖) when both norms are
   /// nonzero, else f32(lr); stage 2 recomputes u from the new moments and sets w = w − r·u.

@@ -10,7 +10,7 @@
 #include "sgd.hpp"
 #include "warmup_schedules.hpp"
 
-LOOM_PLUGIN("optim", "0.1.0", "Optimizers over the flat parameter buffer and learning-rate schedules",
+LOOM_PLUGIN("optimizers", "0.1.0", "Optimizers over the flat parameter buffer and learning-rate schedules",
             loom::component<loom::Optimizer, loom_optim::NvLamb>(
                 "nvlamb", "0.1.0", "LAMB with global grad-norm pre-normalisation (NVIDIA BERT)",
                 loom::offers<loom::BackendOptimizer>{}),
