@@ -8,7 +8,7 @@
 // the host optimizers and backend/cpu's OptimizerSteps, which cut the same blocks.
 //
 // A pass runs a per-block function through a `for_each_block(num_blocks, fn)` the caller supplies
-// (plugins/optim: its BlockRunner threads; backend/cpu: OpenMP): each block is processed by one
+// (plugins/optimizers: its BlockRunner threads; backend/cpu: OpenMP): each block is processed by one
 // thread and writes only its own elements and partial sums, so the schedule cannot change results.
 #pragma once
 
