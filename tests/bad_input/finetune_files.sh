@@ -79,20 +79,7 @@ words=(cat dog boy child bicycle attic acme)
 } > "$work/dev.tsv"
 sed '4s/.*/7\tthe cat/' "$work/dev.tsv" > "$work/dev_unknown.tsv"
 labels_recipe() { # NAME DEV [eval_data lines]: three classes, no GLUE task, 6 steps
-  cat > "$work/$1.toml" <<TOML
-[run]
-name = "$1"
-seed = 3
-output_dir = "$work/runs"
-
-[backend]
-component = "cpu"
-threads = 1
-
-[tokenizer]
-component = "wordpiece"
-vocab = "$glue/vocab.txt"
-
+  { recipe_head "$1"; cat <<TOML; } > "$work/$1.toml"
 [data]
 component = "text-classification"
 file = "$work/train.tsv"

@@ -75,8 +75,10 @@ remanifest() {
   cp "$work/MANIFEST" "$1/MANIFEST"
 }
 
-classifier_recipe() {
-  cat > "$work/$1.toml" <<TOML
+# The [run], [backend] and [tokenizer] tables the recipes built by these helpers start with: run NAME,
+# seed 3, runs under $work, one CPU thread, the GLUE fixture's vocabulary.
+recipe_head() {
+  cat <<TOML
 [run]
 name = "$1"
 seed = 3
@@ -90,6 +92,11 @@ threads = 1
 component = "wordpiece"
 vocab = "$glue/vocab.txt"
 
+TOML
+}
+
+classifier_recipe() {
+  { recipe_head "$1"; cat <<TOML; } > "$work/$1.toml"
 [data]
 component = "text-classification"
 task = "mrpc"
@@ -138,20 +145,7 @@ paragraphs = [{"context": c, "qas": [{"id": f"q{i}", "question": q,
               for i, (c, q, a) in enumerate(facts)]
 json.dump({"version": "1.1", "data": [{"title": "facts", "paragraphs": paragraphs}]}, open(sys.argv[1], "w"))
 PY
-  cat > "$work/$1.toml" <<TOML
-[run]
-name = "$1"
-seed = 3
-output_dir = "$work/runs"
-
-[backend]
-component = "cpu"
-threads = 1
-
-[tokenizer]
-component = "wordpiece"
-vocab = "$glue/vocab.txt"
-
+  { recipe_head "$1"; cat <<TOML; } > "$work/$1.toml"
 [data]
 component = "squad"
 file = "$work/facts.json"
