@@ -1,6 +1,8 @@
 // Plugin flags and registry construction shared by the verbs.
 #include "cli_context.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -15,6 +17,15 @@ void add_plugin_flags(CLI::App& command, GlobalOptions& options) {
   command.add_option("--plugin-path", options.plugin_directories, "search this directory for plugins");
   command.add_flag("--no-default-plugin-paths", options.no_default_plugin_paths,
                    "do not search the user and install plugin directories");
+}
+
+int64_t checkpoint_sequence_length(int64_t requested, bool given, int64_t max_position_embeddings,
+                                   const std::string& checkpoint) {
+  if (given && requested > max_position_embeddings)
+    throw host::InputError(fmt::format(
+        "--max-seq-length {} is above the {} positions of {}/config.json (max_position_embeddings); give at most {}",
+        requested, max_position_embeddings, checkpoint, max_position_embeddings));
+  return std::min(requested, max_position_embeddings);
 }
 
 std::unique_ptr<host::PluginRegistry> make_registry(const GlobalOptions& options,

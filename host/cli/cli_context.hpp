@@ -25,6 +25,12 @@ void add_plugin_flags(CLI::App& command, GlobalOptions& options);
 /// Loads plugins per the flags, the recipe's [plugins] table (when given) and the environment.
 std::unique_ptr<host::PluginRegistry> make_registry(const GlobalOptions& options, const host::Recipe* recipe);
 
+/// The tokens per row `loom predict` runs a checkpoint with: `requested` when it fits the model's
+/// position table; a default above it is capped there (a small model keeps working without the
+/// flag), a --max-seq-length the user gave above it is refused (InputError naming both).
+int64_t checkpoint_sequence_length(int64_t requested, bool given, int64_t max_position_embeddings,
+                                   const std::string& checkpoint);
+
 /// The recipe argument and `--set` overrides of verbs that take a recipe.
 struct RecipeArguments {
   std::string recipe;

@@ -142,7 +142,8 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
       false);
   host::BertConfig bert = host::read_bert_config(fs::path(checkpoint) / "config.json");
   const loom::ModelConfig config = host::to_model_config(bert, checkpoint + "/config.json");
-  const int64_t seq = std::min<int64_t>(args.max_seq_length, config.max_position_embeddings);
+  const int64_t seq = checkpoint_sequence_length(args.max_seq_length, args.max_seq_length_given,
+                                                 config.max_position_embeddings, checkpoint);
   const std::string data_toml = fmt::format(
       "file = {}\nmode = \"eval\"\nmax_seq_length = {}\ndoc_stride = {}\nmax_query_length = {}\nbatch_size = "
       "{}\n",

@@ -23,6 +23,7 @@ namespace loom::cli {
 struct SquadPredictArguments {
   std::string question, context;
   int max_seq_length = 384;
+  bool max_seq_length_given = false;  // a --max-seq-length above the model's positions is refused
   int doc_stride = 128;
   int max_query_length = 64;
   int n_best_size = 20;

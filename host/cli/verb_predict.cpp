@@ -96,6 +96,7 @@ struct PredictArguments {
   std::string checkpoint, input, output;
   int batch_size = 32;
   int max_seq_length = 128;
+  bool max_seq_length_given = false;
   int threads = 0;
 };
 
@@ -121,7 +122,8 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
   for (int i = 0; i < config.num_hidden_layers; ++i) blocks.push_back("bert.encoder-layer");
   blocks.push_back("bert.classifier-head");
   host::Model model(*registry, blocks, config, backend, loom::DType::f32);
-  const int64_t seq = std::min<int64_t>(a.max_seq_length, config.max_position_embeddings);
+  const int64_t seq = checkpoint_sequence_length(a.max_seq_length, a.max_seq_length_given,
+                                                 config.max_position_embeddings, a.checkpoint);
   model.reserve({a.batch_size, seq, 0});
   host::BatchStaging staging(*backend.get(), {a.batch_size, seq, 0});
   host::load_model_weights(model, a.checkpoint, {true, {}});
@@ -234,8 +236,12 @@ void register_predict_verb(CLI::App& app, GlobalOptions& options) {
     std::error_code error;  // before any file in it is named as missing
     if (!std::filesystem::is_directory(args->checkpoint, error))
       throw host::InputError(args->checkpoint + ": no such checkpoint directory (--checkpoint)");
+    args->max_seq_length_given = max_seq_length->count() > 0;
     if (wants_squad_prediction(args->checkpoint, *squad)) {
-      if (max_seq_length->count() > 0) squad->max_seq_length = args->max_seq_length;
+      if (args->max_seq_length_given) {
+        squad->max_seq_length = args->max_seq_length;
+        squad->max_seq_length_given = true;
+      }
       predict_squad_answers(options, args->checkpoint, args->input, args->output, args->batch_size, args->threads,
                             *squad);
       return;

@@ -67,9 +67,11 @@ PluginRegistry::PluginRegistry(const PluginSearchOptions& options) {
   for (const PluginCandidate& candidate : discover_plugin_files(options)) {
     std::error_code error;
     const fs::path canonical = fs::canonical(candidate.path, error);
+    // A [plugins] path that fails says which recipe key to fix.
+    const std::string named_by = candidate.named_by.empty() ? "" : "; named by " + candidate.named_by;
     if (error) {
       if (candidate.explicit_file)
-        throw PluginLoadError(candidate.path, "no such plugin file (" + error.message() + ")");
+        throw PluginLoadError(candidate.path, "no such plugin file (" + error.message() + ")" + named_by);
       continue;
     }
     struct stat info {};
@@ -78,7 +80,7 @@ PluginRegistry::PluginRegistry(const PluginSearchOptions& options) {
     try {
       add(load_plugin_library(canonical.string()));
     } catch (const PluginLoadError& e) {
-      if (candidate.explicit_file) throw;
+      if (candidate.explicit_file) throw PluginLoadError(e.path(), e.reason() + named_by);
       spdlog::warn("refused plugin {}", e.what());
       refused_.push_back({e.path(), e.reason()});
     }

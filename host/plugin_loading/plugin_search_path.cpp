@@ -58,7 +58,7 @@ void add_directory(const std::string& directory, std::vector<PluginCandidate>& o
     if (is_plugin_file_name(name)) names.push_back(entry.path().string());
   }
   std::sort(names.begin(), names.end());
-  for (auto& name : names) out.push_back({name, false});
+  for (auto& name : names) out.push_back({name, false, ""});
 }
 
 }  // namespace
@@ -70,9 +70,9 @@ bool is_plugin_file_name(const std::string& file_name) {
 
 std::vector<std::string> plugin_search_directories(const PluginSearchOptions& options) {
   std::vector<std::string> dirs(options.directories);
-  for (const auto& path : options.recipe_paths) {
+  for (const auto& named : options.recipe_paths) {
     std::error_code error;
-    if (fs::is_directory(path, error)) dirs.push_back(path);
+    if (fs::is_directory(named.path, error)) dirs.push_back(named.path);
   }
   if (options.environment)
     for (auto& dir : split_colon_list(environment_variable("LOOM_PLUGIN_PATH"))) dirs.push_back(dir);
@@ -89,10 +89,10 @@ std::vector<std::string> plugin_search_directories(const PluginSearchOptions& op
 
 std::vector<PluginCandidate> discover_plugin_files(const PluginSearchOptions& options) {
   std::vector<PluginCandidate> out;
-  for (const auto& file : options.files) out.push_back({file, true});
-  for (const auto& path : options.recipe_paths) {
+  for (const auto& file : options.files) out.push_back({file, true, ""});
+  for (const auto& named : options.recipe_paths) {
     std::error_code error;
-    if (!fs::is_directory(path, error)) out.push_back({path, true});
+    if (!fs::is_directory(named.path, error)) out.push_back({named.path, true, named.named_by});
   }
   for (const auto& dir : plugin_search_directories(options)) add_directory(dir, out);
   return out;

@@ -13,17 +13,25 @@
 
 namespace loom::host {
 
+/// A [plugins] path of a recipe: absolute, and where the recipe names it ("file:line:col
+/// (plugins.paths[i])"), so that a missing or broken one is reported with the key to fix.
+struct RecipePluginPath {
+  std::string path;
+  std::string named_by;
+};
+
 struct PluginSearchOptions {
-  std::vector<std::string> files;         // --plugin
-  std::vector<std::string> directories;   // --plugin-path
-  std::vector<std::string> recipe_paths;  // [plugins] paths (files or directories), already absolute
+  std::vector<std::string> files;                // --plugin
+  std::vector<std::string> directories;          // --plugin-path
+  std::vector<RecipePluginPath> recipe_paths;    // [plugins] paths (files or directories)
   bool default_paths = true;              // false: skip the user and install directories
   bool environment = true;                // read LOOM_PLUGIN_PATH / LOOM_PLUGIN_PATH_ONLY
 };
 
 struct PluginCandidate {
-  std::string path;    // as found
-  bool explicit_file;  // named by --plugin or a [plugins] path: failure is fatal
+  std::string path;      // as found
+  bool explicit_file;    // named by --plugin or a [plugins] path: failure is fatal
+  std::string named_by;  // a [plugins] path's recipe key, else empty
 };
 
 /// The candidate files in discovery order (duplicates not yet removed).

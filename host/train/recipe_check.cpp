@@ -80,14 +80,15 @@ const std::vector<ComponentSlot>& component_slots() {
   return slots;
 }
 
-std::vector<std::string> recipe_plugin_paths(const Recipe& recipe) {
-  std::vector<std::string> paths;
+std::vector<RecipePluginPath> recipe_plugin_paths(const Recipe& recipe) {
+  std::vector<RecipePluginPath> paths;
   if (const toml::array* list = recipe.table()["plugins"]["paths"].as_array())
-    for (const auto& item : *list)
-      if (auto text = item.value<std::string>()) {
+    for (size_t i = 0; i < list->size(); ++i)
+      if (auto text = (*list)[i].value<std::string>()) {
         const fs::path path =
             fs::path(*text).is_absolute() ? fs::path(*text) : fs::path(recipe.directory()) / *text;
-        paths.push_back(fs::absolute(path).lexically_normal().string());
+        paths.push_back({fs::absolute(path).lexically_normal().string(),
+                         fmt::format("{} (plugins.paths[{}])", recipe.origin("plugins.paths"), i)});
       }
   return paths;
 }

@@ -22,8 +22,8 @@ struct ComponentSlot {
 /// Every component table a recipe may hold.
 const std::vector<ComponentSlot>& component_slots();
 
-/// Directories and files listed in the recipe's [plugins] paths, absolute.
-std::vector<std::string> recipe_plugin_paths(const Recipe& recipe);
+/// Directories and files listed in the recipe's [plugins] paths, absolute, each with its key.
+std::vector<RecipePluginPath> recipe_plugin_paths(const Recipe& recipe);
 
 /// Every problem found, one line each ("file:line:col: key: message"); empty when valid.
 std::vector<std::string> check_recipe(const Recipe& recipe, const PluginRegistry& registry);

@@ -77,7 +77,8 @@ grep -qF "plugin 'optimizers' is shadowed by $work/plugins/libloom-optimizers-co
 expect_refusal 3 "$(lit "error: plugin /nonexistent/libloom-x.so: no such plugin file")" \
   -- "$loom" --plugin /nonexistent/libloom-x.so plugins
 sed "s|^\[run\]|[plugins]\npaths = [\"$work/none.so\"]\n\n[run]|" "$fixtures/valid.toml" > "$work/missing-path.toml"
-expect_refusal 3 "$(lit "error: plugin $work/none.so: no such plugin file")" -- "$loom" check "$work/missing-path.toml"
+expect_refusal 3 "$(lit "error: plugin $work/none.so: no such plugin file (No such file or directory); named by $work/missing-path.toml:2:1 (plugins.paths[0])")" \
+  -- "$loom" check "$work/missing-path.toml"
 sed "s|^\[run\]|[plugins]\nrequire = [\"nosuch\"]\n\n[run]|" "$fixtures/valid.toml" > "$work/require.toml"
 expect_refusal 2 "$(lit "$work/require.toml:2:1: plugins.require: plugin 'nosuch' was not found")" \
   -- "$loom" check "$work/require.toml"

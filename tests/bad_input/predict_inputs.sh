@@ -14,7 +14,7 @@ squad=$src/tests/fixtures/squad
 classifier_recipe mrpc
 expect_ok "training mrpc" -- "$loom" run "$work/mrpc.toml" --quiet
 checkpoint=$work/runs/mrpc/checkpoints/step-000002
-predict() { "$loom" predict --checkpoint "$checkpoint" --input "$work/$1" --output "$work/predictions.tsv"; }
+predict() { "$loom" predict --checkpoint "$checkpoint" --input "$work/$1" --output "$work/predictions.tsv" "${@:2}"; }
 printf 'text\ttext_pair\nthe cat sat .\ta dog ran .\n' > "$work/pairs.tsv"
 expect_ok "predict on a valid file" -- predict pairs.tsv
 snapshot "$work/predictions.tsv" "$squad"
@@ -34,6 +34,10 @@ expect_refusal 2 "$(lit "$work/none.tsv: cannot be read (--input)")" -- predict 
 # A folder opens as an empty stream: it printed a header and no prediction, exit 0.
 expect_refusal 2 "$(lit "$work/runs: is a folder, not a file of texts (--input)")" -- predict runs
 expect_refusal 2 "$(lit "--input is required")" -- "$loom" predict --checkpoint "$checkpoint"
+# The default 128 is capped at the model's 64 positions (the valid run above); a length the user
+# asks for above them was capped too, silently cutting every text to 64 tokens.
+expect_refusal 2 "$(lit "--max-seq-length 65 is above the 64 positions of $checkpoint/config.json")" \
+  -- predict pairs.tsv --max-seq-length 65
 
 # --- Questions for a span checkpoint ---
 span_recipe squad
@@ -45,6 +49,8 @@ printf '{"question": "who", "context": \n' > "$work/broken-question.jsonl"
 : > "$work/no-questions.jsonl"
 printf '{"data": 5}\n' > "$work/not-squad.json"
 expect_refusal 2 "$(lit "--question and --context go together")" -- ask --question "who ?"
+expect_refusal 2 "$(lit "--max-seq-length 65 is above the 64 positions of $span/config.json")" \
+  -- "$loom" predict --checkpoint "$span" --question "who ?" --context "the cat ." --max-seq-length 65
 expect_refusal 2 "$(lit "$work/no-context.jsonl:1: expected a JSON object with string \"question\" and \"context\"")" \
   -- ask --input "$work/no-context.jsonl"
 expect_refusal 2 "$(lit "$work/broken-question.jsonl:1: expected a JSON object")" -- ask --input "$work/broken-question.jsonl"
