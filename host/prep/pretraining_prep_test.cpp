@@ -3,9 +3,11 @@
 // de-duplication, stale shards.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -125,6 +127,8 @@ TEST_F(PrepTest, WritesShardsFormattedTextDuplicatesAndManifest) {
 
 TEST_F(PrepTest, SameSeedGivesIdenticalShardsWhateverTheThreadCount) {
   prep_pretraining(options("a"), *tokenizer_.get(), nullptr);
+  // Over a second apart: the files must not record when they were written.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   PrepOptions one_thread = options("b");
   one_thread.threads = 1;
   prep_pretraining(one_thread, *tokenizer_.get(), nullptr);

@@ -87,6 +87,10 @@ void write_column(hid_t file, const std::filesystem::path& path, const Column& c
   Handle space(H5Screate_simple(rank, dims, nullptr), H5Sclose);
   Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   if (!space.ok() || !properties.ok()) fail(path, column.key, "cannot create dataspace");
+  // No access/modification times in the object headers: a shard is a function of its inputs and
+  // seed alone, byte for byte, so that the manifest's sha256 repeats from run to run (the times
+  // made two runs a second apart differ in six bytes per file).
+  if (H5Pset_obj_track_times(properties.get(), false) < 0) fail(path, column.key, "cannot turn off times");
   if (rows > 0) {
     const hsize_t chunk[2] = {std::min(rows, kChunkRows), column.width};
     if (H5Pset_chunk(properties.get(), rank, chunk) < 0 || H5Pset_deflate(properties.get(), 4) < 0)
