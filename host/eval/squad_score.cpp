@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "eval/squad_normalize.hpp"
-#include "files/json_problem.hpp"
+#include "loom_json/json_problem.hpp"
 #include "recipe/errors.hpp"
 
 namespace loom::host {
@@ -142,7 +142,7 @@ ordered_json read_json_object(const std::string& path, const std::string& what) 
   try {
     root = ordered_json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: the {} is not valid JSON{}", path, what, json_parse_problem(e)));
+    throw InputError(fmt::format("{}: the {} is not valid JSON{}", path, what, loom_json::json_parse_problem(e)));
   }
   if (!root.is_object())
     throw InputError(

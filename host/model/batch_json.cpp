@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "files/json_problem.hpp"
+#include "loom_json/json_problem.hpp"
 
 namespace loom::host {
 namespace {
@@ -116,7 +116,7 @@ JsonBatch read_batch_json(const std::filesystem::path& path) {
   try {
     json = nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(path.string() + ": not valid JSON" + json_parse_problem(e));
+    throw std::runtime_error(path.string() + ": not valid JSON" + loom_json::json_parse_problem(e));
   }
   return batch_from_json(json, path.string());
 }

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "files/atomic_file.hpp"
-#include "files/json_problem.hpp"
+#include "loom_json/json_problem.hpp"
 
 namespace loom::host {
 namespace {
@@ -148,7 +148,7 @@ BertConfig read_bert_config(const std::filesystem::path& path) {
   try {
     json = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& error) {
-    throw BertConfigError(path.string() + ": not valid JSON" + json_parse_problem(error));
+    throw BertConfigError(path.string() + ": not valid JSON" + loom_json::json_parse_problem(error));
   }
   return bert_config_from_json(json, path.string());
 }

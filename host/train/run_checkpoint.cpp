@@ -12,7 +12,7 @@
 #include "checkpoint/checkpoint_store.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "files/atomic_file.hpp"
-#include "files/json_problem.hpp"
+#include "loom_json/json_problem.hpp"
 #include "loom/sdk/version.hpp"
 #include "model/config_weights_check.hpp"
 #include "model/host_mirror.hpp"
@@ -172,7 +172,7 @@ RunState read_run_state(const fs::path& directory) {
   try {
     json = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path.string() + ": not valid JSON" + json_parse_problem(e));
+    throw std::runtime_error(path.string() + ": not valid JSON" + loom_json::json_parse_problem(e));
   }
   return run_state_from_json(json, path.string());
 }

@@ -18,7 +18,7 @@
 #include "fuzz_support.hpp"
 #include "glue_tasks.hpp"
 #include "loom/sdk/error.hpp"
-#include "task_labels.hpp"
+#include "split_labels.hpp"
 #include "text_examples.hpp"
 
 using loom_datasets::TextExample;

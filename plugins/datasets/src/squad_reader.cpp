@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data_file.hpp"
-#include "json_problem.hpp"
+#include "loom_json/json_problem.hpp"
 #include "loom/sdk/error.hpp"
 
 namespace loom_datasets {
@@ -115,7 +115,7 @@ std::vector<SquadExample> read_squad_examples(const std::string& path, bool trai
   try {
     root = Json::parse(in);
   } catch (const Json::exception& e) {
-    throw loom::IoError(path + ": not valid JSON" + json_parse_problem(e));
+    throw loom::IoError(path + ": not valid JSON" + loom_json::json_parse_problem(e));
   }
   const Fields fields(path);
   if (!root.is_object() || !root.contains("data") || !root["data"].is_array())

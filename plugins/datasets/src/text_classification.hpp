@@ -7,7 +7,7 @@
 // Options (docs/recipes.md): file, format, layout, task, labels, max_seq_length, batch_size,
 // shuffle, drop_last. Offers loom::DatasetLabels: a split handed the task's labels (the training
 // split's, or a checkpoint's id2label) uses them as its classes and refuses any other label
-// (task_labels.hpp).
+// (split_labels.hpp).
 #pragma once
 
 #include <string>
@@ -16,7 +16,7 @@
 #include "batched_dataset.hpp"
 #include "loom/sdk/dataset_labels.hpp"
 #include "loom/sdk/plugin.hpp"
-#include "task_labels.hpp"
+#include "split_labels.hpp"
 #include "text_examples.hpp"
 
 namespace loom_datasets {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data_file.hpp"
-#include "json_problem.hpp"
+#include "loom_json/json_problem.hpp"
 #include "loom/sdk/error.hpp"
 
 namespace loom_datasets {
@@ -77,7 +77,7 @@ std::vector<TextExample> read_jsonl(std::ifstream& in, const std::string& path) 
       object = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
       // One line is one document: its "line 1" is this file's line `number`.
-      std::string problem = json_parse_problem(e);
+      std::string problem = loom_json::json_parse_problem(e);
       if (problem.rfind(" at line 1, ", 0) == 0) problem.replace(0, 12, " at ");
       fail(path, number, "not valid JSON" + problem);
     }

@@ -1,5 +1,5 @@
-// The task's label map applied to one split; see task_labels.hpp.
-#include "task_labels.hpp"
+// The task's label map applied to one split; see split_labels.hpp.
+#include "split_labels.hpp"
 
 #include <algorithm>
 

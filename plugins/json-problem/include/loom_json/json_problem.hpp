@@ -9,7 +9,7 @@
 #include <exception>
 #include <string>
 
-namespace loom::host {
+namespace loom_json {
 
 inline std::string json_parse_problem(const std::exception& error) {
   std::string text = error.what();
@@ -22,4 +22,4 @@ inline std::string json_parse_problem(const std::exception& error) {
   return text.insert(0, ": ");
 }
 
-}  // namespace loom::host
+}  // namespace loom_json
