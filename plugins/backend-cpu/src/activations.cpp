@@ -8,6 +8,7 @@
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.hpp"
 #include "vector_math.hpp"
 
 namespace loom_cpu {
@@ -17,6 +18,14 @@ constexpr float kSqrtHalf = 0.70710678118654752f;     // 1/√2
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;   // 1/√(2π)
 constexpr float kSqrt2OverPi = 0.79788456080286536f;  // √(2/π)
 constexpr float kCubic = 0.044715f;
+
+/// x of bias_gelu_* as rows of the bias' columns (the columns its contract returns).
+struct GeluRows {
+  int64_t rows, cols;
+};
+GeluRows gelu_rows_of(const loom::Tensor& x, int64_t cols) {
+  return {cols == 0 ? 0 : x.numel() / cols, cols};
+}
 
 template <typename S, typename SY>
 void gelu_rows(const S* x, const float* bias, SY* y, int64_t rows, int64_t cols, loom::Gelu variant,
@@ -73,33 +82,38 @@ void gelu_backward_rows(const float* dy, const S* x, const float* bias, float* d
 
 void CpuBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
                                    loom::Gelu variant) {
-  const auto check = checks("bias_gelu_forward");
-  const int64_t cols = loom_backend::check_bias_gelu_forward(check, x, bias, y);
-  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
-  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-  with_float_storage(x.dtype, "bias_gelu_forward", [&](auto xs) {
-    with_float_storage(y.dtype, "bias_gelu_forward", [&](auto ys) {
-      using SX = decltype(xs);
-      using SY = decltype(ys);
-      gelu_rows(static_cast<const SX*>(x.data), b, static_cast<SY*>(y.data), rows, cols, variant, threads_);
-    });
-  });
+  run_op(
+      "bias_gelu_forward",
+      [&](const ArgumentChecks& check) {
+        return gelu_rows_of(x, loom_backend::check_bias_gelu_forward(check, x, bias, y));
+      },
+      {x.dtype, y.dtype},
+      [&](const GeluRows& shape, auto xs, auto ys) {
+        using SX = decltype(xs);
+        using SY = decltype(ys);
+        const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+        gelu_rows(static_cast<const SX*>(x.data), b, static_cast<SY*>(y.data), shape.rows, shape.cols,
+                  variant, threads_);
+      });
 }
 
 void CpuBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
                                     const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) {
-  const auto check = checks("bias_gelu_backward");
-  const int64_t cols = loom_backend::check_bias_gelu_backward(check, dy, x, bias, dx, dbias);
-  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
-  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-  with_float_storage(x.dtype, "bias_gelu_backward", [&](auto xs) {
-    using SX = decltype(xs);
-    gelu_backward_rows(static_cast<const float*>(dy.data), static_cast<const SX*>(x.data), b,
-                       static_cast<float*>(dx.data), rows, cols, variant, threads_);
-  });
-  if (dbias.defined())
-    accumulate_column_sums(static_cast<const float*>(dx.data), rows, cols, 1, static_cast<float*>(dbias.data),
-                           threads_);
+  run_op(
+      "bias_gelu_backward",
+      [&](const ArgumentChecks& check) {
+        return gelu_rows_of(x, loom_backend::check_bias_gelu_backward(check, dy, x, bias, dx, dbias));
+      },
+      {x.dtype},
+      [&](const GeluRows& shape, auto xs) {
+        using SX = decltype(xs);
+        const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+        gelu_backward_rows(static_cast<const float*>(dy.data), static_cast<const SX*>(x.data), b,
+                           static_cast<float*>(dx.data), shape.rows, shape.cols, variant, threads_);
+        if (dbias.defined())
+          accumulate_column_sums(static_cast<const float*>(dx.data), shape.rows, shape.cols, 1,
+                                 static_cast<float*>(dbias.data), threads_);
+      });
 }
 
 // BiasGeluBackwardCopy: the separate ops, bias_gelu_backward then cast, so both paths give the
@@ -107,31 +121,46 @@ void CpuBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& 
 void CpuBackend::bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
                                          const loom::Tensor& dx, const loom::Tensor& dx_compute,
                                          const loom::Tensor& dbias, loom::Gelu variant) {
-  const auto check = checks("bias_gelu_backward_copy");
-  loom_backend::check_bias_gelu_backward_copy(check, dy, x, bias, dx, dx_compute, dbias);
-  bias_gelu_backward(dy, x, bias, dx, dbias, variant);
-  cast(dx, dx_compute);
+  run_op(
+      "bias_gelu_backward_copy",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_bias_gelu_backward_copy(check, dy, x, bias, dx, dx_compute, dbias);
+      },
+      [&](int64_t /*cols*/) {
+        bias_gelu_backward(dy, x, bias, dx, dbias, variant);
+        cast(dx, dx_compute);
+      });
 }
 
 void CpuBackend::tanh_forward(const loom::Tensor& x, const loom::Tensor& y) {
-  const auto check = checks("tanh_forward");
-  loom_backend::check_tanh_forward(check, x, y);
-  const float* xs = static_cast<const float*>(x.data);
-  float* ys = static_cast<float*>(y.data);
-  const int64_t n = x.numel();
+  run_op(
+      "tanh_forward",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_tanh_forward(check, x, y);
+        return x.numel();
+      },
+      [&](int64_t n) {
+        const float* xs = static_cast<const float*>(x.data);
+        float* ys = static_cast<float*>(y.data);
 #pragma omp parallel for simd num_threads(threads_) schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) ys[i] = tanhf(xs[i]);
+        for (int64_t i = 0; i < n; ++i) ys[i] = tanhf(xs[i]);
+      });
 }
 
 void CpuBackend::tanh_backward(const loom::Tensor& dy, const loom::Tensor& y, const loom::Tensor& dx) {
-  const auto check = checks("tanh_backward");
-  loom_backend::check_tanh_backward(check, dy, y, dx);
-  const float* g = static_cast<const float*>(dy.data);
-  const float* ys = static_cast<const float*>(y.data);
-  float* d = static_cast<float*>(dx.data);
-  const int64_t n = y.numel();
+  run_op(
+      "tanh_backward",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_tanh_backward(check, dy, y, dx);
+        return y.numel();
+      },
+      [&](int64_t n) {
+        const float* g = static_cast<const float*>(dy.data);
+        const float* ys = static_cast<const float*>(y.data);
+        float* d = static_cast<float*>(dx.data);
 #pragma omp parallel for simd num_threads(threads_) schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) d[i] = g[i] * (1.0f - ys[i] * ys[i]);
+        for (int64_t i = 0; i < n; ++i) d[i] = g[i] * (1.0f - ys[i] * ys[i]);
+      });
 }
 
 }  // namespace loom_cpu

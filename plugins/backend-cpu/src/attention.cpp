@@ -14,6 +14,7 @@
 #include "float_storage.hpp"
 #include "loom/sdk/philox.hpp"
 #include "loom_backend/attention_contract.hpp"
+#include "op_preamble.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -195,14 +196,18 @@ bool CpuBackend::fused_attention(int64_t head_dim, int64_t max_seq) const {
 void CpuBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                                    const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                    uint64_t offset, const loom::Tensor& ctx, const loom::Tensor& lse) {
-  const auto check = checks("attention_forward");
-  const Heads n = heads_of(loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse));
-  const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
-  const DropoutMask dropout(p, seed, offset);
-  with_float_storage(q.dtype, "attention_forward", [&](auto s) {
-    using S = decltype(s);
-    forward_rows<S>(q, k, v, mask, scale, dropout, ctx, lse.data_as<float>(), n, threads_);
-  });
+  run_op(
+      "attention_forward",
+      [&](const ArgumentChecks& check) {
+        return heads_of(loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse));
+      },
+      {q.dtype},
+      [&](const Heads& n, auto s) {
+        using S = decltype(s);
+        const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
+        const DropoutMask dropout(p, seed, offset);
+        forward_rows<S>(q, k, v, mask, scale, dropout, ctx, lse.data_as<float>(), n, threads_);
+      });
 }
 
 void CpuBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
@@ -210,23 +215,29 @@ void CpuBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tenso
                                     const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                     uint64_t offset, const loom::Tensor& dq, const loom::Tensor& dk,
                                     const loom::Tensor& dv, const loom::Tensor& delta) {
-  const auto check = checks("attention_backward");
-  const Heads n = heads_of(loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask,
-                                                                  p, dq, dk, dv, delta));
-  const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
-  const DropoutMask dropout(p, seed, offset);
-  with_float_storage(q.dtype, "attention_backward", [&](auto s) {
-    using S = decltype(s);
-    auto run = [&](auto sd) {
-      using SD = decltype(sd);
-      backward_heads<S, SD>(d_ctx, q, k, v, ctx, lse.data_as<float>(), mask, scale, dropout, dq, dk, dv,
-                            delta.data_as<float>(), n, threads_);
-    };
-    if (d_ctx.dtype == DType::f32)
-      run(float{});
-    else
-      run(S{});
-  });
+  run_op(
+      "attention_backward",
+      [&](const ArgumentChecks& check) {
+        return heads_of(loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask, p,
+                                                               dq, dk, dv, delta));
+      },
+      {q.dtype},
+      [&](const Heads& n, auto s) {
+        using S = decltype(s);
+        const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
+        const DropoutMask dropout(p, seed, offset);
+        auto run = [&](auto sd) {
+          using SD = decltype(sd);
+          backward_heads<S, SD>(d_ctx, q, k, v, ctx, lse.data_as<float>(), mask, scale, dropout, dq, dk, dv,
+                                delta.data_as<float>(), n, threads_);
+        };
+        // d_ctx is f32 or q's dtype (the contract): a choice of two, not a dispatch over the three
+        // storage types, so no kernel is compiled for a pairing that cannot occur.
+        if (d_ctx.dtype == DType::f32)
+          run(float{});
+        else
+          run(S{});
+      });
 }
 
 }  // namespace loom_cpu

@@ -5,6 +5,7 @@
 #include "cpu_backend.hpp"
 #include "loom_backend/index_errors.hpp"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -14,61 +15,71 @@ int64_t id_at(const loom::Tensor& ids, int64_t i) {
                                  : static_cast<const int64_t*>(ids.data)[i];
 }
 
-/// Checks every id once (cheap next to the rows it moves) so a bad id is an error, not a crash.
-void check_ids(const ArgumentChecks& check, const loom::Tensor& ids, int64_t vocab) {
-  const int64_t n = ids.numel();
+/// Checks every id once (cheap next to the rows it moves) so a bad id is an error, not a crash;
+/// returns the contract's rows. The ids are in host memory here, so this goes with the contract.
+loom_backend::EmbeddingRows check_ids(const ArgumentChecks& check, const loom::Tensor& ids,
+                                      const loom_backend::EmbeddingRows& shape) {
+  const int64_t n = ids.numel(), vocab = shape.vocab;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t id = id_at(ids, i);
     if (id < 0 || id >= vocab) check.fail(loom_backend::id_out_of_range(i, id, vocab));
   }
+  return shape;
 }
 
 }  // namespace
 
 void CpuBackend::embedding_gather(const loom::Tensor& table, const loom::Tensor& ids, const loom::Tensor& out,
                                   bool accumulate) {
-  const auto check = checks("embedding_gather");
-  const loom_backend::EmbeddingRows shape = loom_backend::check_embedding_gather(check, table, ids, out);
-  check_ids(check, ids, shape.vocab);
-  const int64_t n = shape.ids, cols = shape.cols;
-  const float* t = static_cast<const float*>(table.data);
-  float* o = static_cast<float*>(out.data);
+  run_op(
+      "embedding_gather",
+      [&](const ArgumentChecks& check) {
+        return check_ids(check, ids, loom_backend::check_embedding_gather(check, table, ids, out));
+      },
+      [&](const loom_backend::EmbeddingRows& shape) {
+        const int64_t n = shape.ids, cols = shape.cols;
+        const float* t = static_cast<const float*>(table.data);
+        float* o = static_cast<float*>(out.data);
 #pragma omp parallel for num_threads(threads_) schedule(static) if (n * cols > 32768)
-  for (int64_t i = 0; i < n; ++i) {
-    const float* src = t + id_at(ids, i) * cols;
-    float* dst = o + i * cols;
-    if (accumulate) {
+        for (int64_t i = 0; i < n; ++i) {
+          const float* src = t + id_at(ids, i) * cols;
+          float* dst = o + i * cols;
+          if (accumulate) {
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) dst[c] += src[c];
-    } else {
+            for (int64_t c = 0; c < cols; ++c) dst[c] += src[c];
+          } else {
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) dst[c] = src[c];
-    }
-  }
+            for (int64_t c = 0; c < cols; ++c) dst[c] = src[c];
+          }
+        }
+      });
 }
 
 void CpuBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Tensor& ids,
                                        const loom::Tensor& dtable) {
-  const auto check = checks("embedding_scatter_add");
-  const loom_backend::EmbeddingRows shape =
-      loom_backend::check_embedding_scatter_add(check, dout, ids, dtable);
-  check_ids(check, ids, shape.vocab);
-  const int64_t n = shape.ids, cols = shape.cols;
-  const float* g = static_cast<const float*>(dout.data);
-  float* d = static_cast<float*>(dtable.data);
-  constexpr int64_t kBlock = 64;
-  const int64_t blocks = (cols + kBlock - 1) / kBlock;
+  run_op(
+      "embedding_scatter_add",
+      [&](const ArgumentChecks& check) {
+        return check_ids(check, ids, loom_backend::check_embedding_scatter_add(check, dout, ids, dtable));
+      },
+      [&](const loom_backend::EmbeddingRows& shape) {
+        const int64_t n = shape.ids, cols = shape.cols;
+        const float* g = static_cast<const float*>(dout.data);
+        float* d = static_cast<float*>(dtable.data);
+        constexpr int64_t kBlock = 64;
+        const int64_t blocks = (cols + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (n * cols > 32768)
-  for (int64_t block = 0; block < blocks; ++block) {
-    const int64_t begin = block * kBlock;
-    const int64_t width = cols - begin < kBlock ? cols - begin : kBlock;
-    for (int64_t i = 0; i < n; ++i) {
-      const float* src = g + i * cols + begin;
-      float* dst = d + id_at(ids, i) * cols + begin;
+        for (int64_t block = 0; block < blocks; ++block) {
+          const int64_t begin = block * kBlock;
+          const int64_t width = cols - begin < kBlock ? cols - begin : kBlock;
+          for (int64_t i = 0; i < n; ++i) {
+            const float* src = g + i * cols + begin;
+            float* dst = d + id_at(ids, i) * cols + begin;
 #pragma omp simd
-      for (int64_t c = 0; c < width; ++c) dst[c] += src[c];
-    }
-  }
+            for (int64_t c = 0; c < width; ++c) dst[c] += src[c];
+          }
+        }
+      });
 }
 
 }  // namespace loom_cpu

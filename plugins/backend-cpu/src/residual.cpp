@@ -3,39 +3,49 @@
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.hpp"
 
 namespace loom_cpu {
 
 void CpuBackend::bias_add(const loom::Tensor& x, const loom::Tensor& bias) {
-  const auto check = checks("bias_add");
-  const loom_backend::BiasRows shape = loom_backend::check_bias_rows(check, "x", x, "bias", bias);
-  const int64_t rows = shape.rows, cols = shape.cols, period = shape.period;
-  float* xs = static_cast<float*>(x.data);
-  const float* b = static_cast<const float*>(bias.data);
+  run_op(
+      "bias_add",
+      [&](const ArgumentChecks& check) { return loom_backend::check_bias_rows(check, "x", x, "bias", bias); },
+      [&](const loom_backend::BiasRows& shape) {
+        const int64_t rows = shape.rows, cols = shape.cols, period = shape.period;
+        float* xs = static_cast<float*>(x.data);
+        const float* b = static_cast<const float*>(bias.data);
 #pragma omp parallel for num_threads(threads_) schedule(static) if (rows * cols > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = xs + r * cols;
-    const float* br = b + (r % period) * cols;
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = xs + r * cols;
+          const float* br = b + (r % period) * cols;
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) row[c] += br[c];
-  }
+          for (int64_t c = 0; c < cols; ++c) row[c] += br[c];
+        }
+      });
 }
 
 void CpuBackend::bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) {
-  const auto check = checks("bias_grad");
-  const loom_backend::BiasRows shape = loom_backend::check_bias_rows(check, "dy", dy, "dbias", dbias);
-  const int64_t rows = shape.rows, cols = shape.cols, period = shape.period;
-  accumulate_column_sums(static_cast<const float*>(dy.data), rows, cols, period,
-                         static_cast<float*>(dbias.data), threads_);
+  run_op(
+      "bias_grad",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_bias_rows(check, "dy", dy, "dbias", dbias);
+      },
+      [&](const loom_backend::BiasRows& shape) {
+        accumulate_column_sums(static_cast<const float*>(dy.data), shape.rows, shape.cols, shape.period,
+                               static_cast<float*>(dbias.data), threads_);
+      });
 }
 
 void CpuBackend::add(const loom::Tensor& a, const loom::Tensor& b, const loom::Tensor& out) {
-  const auto check = checks("add");
-  loom_backend::check_add(check, a, b, out);
-  const int64_t n = out.numel();
-  with_float_storage(a.dtype, "add", [&](auto at) {
-    with_float_storage(b.dtype, "add", [&](auto bt) {
-      with_float_storage(out.dtype, "add", [&](auto ot) {
+  run_op(
+      "add",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_add(check, a, b, out);
+        return out.numel();
+      },
+      {a.dtype, b.dtype, out.dtype},
+      [&](int64_t n, auto at, auto bt, auto ot) {
         using A = decltype(at);
         using B = decltype(bt);
         using O = decltype(ot);
@@ -45,23 +55,26 @@ void CpuBackend::add(const loom::Tensor& a, const loom::Tensor& b, const loom::T
 #pragma omp parallel for simd num_threads(threads_) schedule(static) if (n > 65536)
         for (int64_t i = 0; i < n; ++i) store(os, i, load(as, i) + load(bs, i));
       });
-    });
-  });
 }
 
 void CpuBackend::axpby(float alpha, const loom::Tensor& x, float beta, const loom::Tensor& y) {
-  const auto check = checks("axpby");
-  loom_backend::check_axpby(check, x, y);
-  const float* xs = static_cast<const float*>(x.data);
-  float* ys = static_cast<float*>(y.data);
-  const int64_t n = y.numel();
-  if (beta == 0.0f) {
+  run_op(
+      "axpby",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_axpby(check, x, y);
+        return y.numel();
+      },
+      [&](int64_t n) {
+        const float* xs = static_cast<const float*>(x.data);
+        float* ys = static_cast<float*>(y.data);
+        if (beta == 0.0f) {
 #pragma omp parallel for simd num_threads(threads_) schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) ys[i] = alpha * xs[i];
-  } else {
+          for (int64_t i = 0; i < n; ++i) ys[i] = alpha * xs[i];
+        } else {
 #pragma omp parallel for simd num_threads(threads_) schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) ys[i] = alpha * xs[i] + beta * ys[i];
-  }
+          for (int64_t i = 0; i < n; ++i) ys[i] = alpha * xs[i] + beta * ys[i];
+        }
+      });
 }
 
 }  // namespace loom_cpu

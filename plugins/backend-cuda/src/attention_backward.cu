@@ -10,12 +10,14 @@
 // tiles of 32, lane i scoring query i against the warp's keys); dQ (a block owns 16 queries and
 // walks every key in tiles of 32). Each output element is summed by one thread in a fixed order.
 #include <cmath>
+#include <type_traits>
 
 #include "attention_problem.cuh"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "flash_attention.hpp"
 #include "float_storage.cuh"
+#include "op_preamble.cuh"
 #include "warp_reductions.cuh"
 
 namespace loom_cuda {
@@ -235,9 +237,11 @@ void launch_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loo
   attention_delta_kernel<S, G>
       <<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kWarps * 32, 0, stream>>>(
           head_view<const G>(d_ctx), head_view<const S>(ctx), shape, delta);
-  if (tensor_cores && flash_attention_serves(shape, q, k, v, ctx, d_ctx)) {
-    flash_attention_backward(d_ctx, q, k, v, lse, delta, mask, shape, dq, dk, dv, stream);
-    return;
+  if constexpr (!std::is_same_v<S, float>) {  // the Tensor-Core kernels take 16-bit views only
+    if (tensor_cores && flash_attention_serves(shape, q, k, v, ctx, d_ctx)) {
+      flash_attention_backward<S, G>(d_ctx, q, k, v, lse, delta, mask, shape, dq, dk, dv, stream);
+      return;
+    }
   }
 
   const dim3 grid(static_cast<unsigned>((shape.seq + kBlockRows - 1) / kBlockRows),
@@ -263,32 +267,36 @@ void CudaBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tens
                                      const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                      uint64_t offset, const loom::Tensor& dq, const loom::Tensor& dk,
                                      const loom::Tensor& dv, const loom::Tensor& delta) {
-  const auto check = checks("attention_backward");
-  const AttentionShape shape = attention_shape(
-      check,
-      loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask, p, dq, dk, dv, delta),
-      scale, p, seed, offset);
-  if (shape.batch * shape.heads * shape.seq == 0) return;
-  const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
-  const auto* lse_data = static_cast<const float*>(lse.data);
-  auto* delta_data = static_cast<float*>(delta.data);
-  with_float_storage(q.dtype, "attention_backward", [&](auto tag) {
-    using S = decltype(tag);
-    const auto run = [&](auto g_tag) {
-      using G = decltype(g_tag);
-      if (shape.head_dim <= 64)
-        launch_backward<S, G, 2>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data,
-                                 tensor_core_attention_, stream_);
-      else
-        launch_backward<S, G, 4>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data,
-                                 tensor_core_attention_, stream_);
-    };
-    if (d_ctx.dtype == DType::f32)
-      run(float{});
-    else
-      run(S{});
-  });
-  check_launch("attention_backward");
+  run_op(
+      "attention_backward",
+      [&](const ArgumentChecks& check) {
+        return attention_shape(check,
+                               loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse,
+                                                                      key_mask, p, dq, dk, dv, delta),
+                               scale, p, seed, offset);
+      },
+      {q.dtype},
+      [&](const AttentionShape& shape, auto tag) {
+        using S = decltype(tag);
+        const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
+        const auto* lse_data = static_cast<const float*>(lse.data);
+        auto* delta_data = static_cast<float*>(delta.data);
+        const auto run = [&](auto g_tag) {
+          using G = decltype(g_tag);
+          if (shape.head_dim <= 64)
+            launch_backward<S, G, 2>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data,
+                                     tensor_core_attention_, stream_);
+          else
+            launch_backward<S, G, 4>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data,
+                                     tensor_core_attention_, stream_);
+        };
+        // d_ctx is f32 or q's dtype (the contract): a choice of two, not a dispatch over the three
+        // storage types, so no kernel is compiled for a pairing that cannot occur.
+        if (d_ctx.dtype == DType::f32)
+          run(float{});
+        else
+          run(S{});
+      });
 }
 
 }  // namespace loom_cuda

@@ -9,12 +9,14 @@
 // softmax), then adds the tile's dropped-out probabilities times V, lane c owning output columns
 // c, c + 32, ... All math is f32 whatever the storage; ctx is rounded once.
 #include <cmath>
+#include <type_traits>
 
 #include "attention_problem.cuh"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "flash_attention.hpp"
 #include "float_storage.cuh"
+#include "op_preamble.cuh"
 #include "warp_reductions.cuh"
 
 namespace loom_cuda {
@@ -122,25 +124,28 @@ void launch_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Te
 void CudaBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                                     const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                     uint64_t offset, const loom::Tensor& ctx, const loom::Tensor& lse) {
-  const auto check = checks("attention_forward");
-  const AttentionShape shape =
-      attention_shape(check, loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse),
-                      scale, p, seed, offset);
-  if (shape.batch * shape.heads * shape.seq == 0) return;
-  const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
-  if (tensor_core_attention_ && flash_attention_serves(shape, q, k, v, ctx)) {
-    flash_attention_forward(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
-    check_launch("attention_forward");
-    return;
-  }
-  with_float_storage(q.dtype, "attention_forward", [&](auto tag) {
-    using S = decltype(tag);
-    if (shape.head_dim <= 64)
-      launch_forward<S, 2>(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
-    else
-      launch_forward<S, 4>(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
-  });
-  check_launch("attention_forward");
+  run_op(
+      "attention_forward",
+      [&](const ArgumentChecks& check) {
+        return attention_shape(check,
+                               loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse),
+                               scale, p, seed, offset);
+      },
+      {q.dtype},
+      [&](const AttentionShape& shape, auto tag) {
+        using S = decltype(tag);
+        const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
+        if constexpr (!std::is_same_v<S, float>) {  // the Tensor-Core kernels take 16-bit views only
+          if (tensor_core_attention_ && flash_attention_serves(shape, q, k, v, ctx)) {
+            flash_attention_forward<S>(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
+            return;
+          }
+        }
+        if (shape.head_dim <= 64)
+          launch_forward<S, 2>(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
+        else
+          launch_forward<S, 4>(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
+      });
 }
 
 }  // namespace loom_cuda

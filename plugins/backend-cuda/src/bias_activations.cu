@@ -8,12 +8,14 @@
 // The bias gradients (bias_grad and GELU's dbias) are deterministic column sums (column_sums.cuh),
 // never float atomics.
 #include <cmath>
+#include <type_traits>
 
 #include "column_sums.cuh"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.cuh"
 #include "row_quads.cuh"
 
 namespace loom_cuda {
@@ -190,188 +192,211 @@ loom_backend::BiasRows check_bias_launch_rows(const ArgumentChecks& check, const
 }  // namespace
 
 void CudaBackend::bias_add(const loom::Tensor& x, const loom::Tensor& bias) {
-  const auto check = checks("bias_add");
-  const loom_backend::BiasRows shape = check_bias_launch_rows(check, "x", x, "bias", bias);
-  const int64_t cols = shape.cols, period = shape.period;
-  const int64_t n = x.numel();
-  if (n == 0) return;
-  if (cols % 4 == 0 && is_aligned16(x.data) && is_aligned16(bias.data))
-    bias_add_vector_kernel<<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
-        static_cast<float4*>(x.data), static_cast<const float4*>(bias.data), n / 4, cols / 4, period);
-  else
-    bias_add_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
-        static_cast<float*>(x.data), static_cast<const float*>(bias.data), n, cols, period);
-  check_launch("bias_add");
+  run_op(
+      "bias_add",
+      [&](const ArgumentChecks& check) { return check_bias_launch_rows(check, "x", x, "bias", bias); },
+      [&](const loom_backend::BiasRows& shape) {
+        const int64_t cols = shape.cols, period = shape.period;
+        const int64_t n = x.numel();
+        if (cols % 4 == 0 && is_aligned16(x.data) && is_aligned16(bias.data))
+          bias_add_vector_kernel<<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
+              static_cast<float4*>(x.data), static_cast<const float4*>(bias.data), n / 4, cols / 4, period);
+        else
+          bias_add_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+              static_cast<float*>(x.data), static_cast<const float*>(bias.data), n, cols, period);
+      });
 }
 
 void CudaBackend::bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) {
-  const auto check = checks("bias_grad");
-  const loom_backend::BiasRows shape = check_bias_launch_rows(check, "dy", dy, "dbias", dbias);
-  const int64_t rows = shape.rows, cols = shape.cols, period = shape.period;
-  if (rows == 0 || cols == 0) return;
-  const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, period);
-  float* partial = static_cast<float*>(scratch(plan.scratch_floats(1) * sizeof(float)));
-  float* const out[1] = {static_cast<float*>(dbias.data)};
-  accumulate_column_sums<1>(DenseColumnTerm{static_cast<const float*>(dy.data), cols}, plan, partial, out,
-                            stream_);
-  check_launch("bias_grad");
+  run_op(
+      "bias_grad",
+      [&](const ArgumentChecks& check) { return check_bias_launch_rows(check, "dy", dy, "dbias", dbias); },
+      [&](const loom_backend::BiasRows& shape) {
+        const int64_t cols = shape.cols;
+        const ColumnSumPlan plan = ColumnSumPlan::make(shape.rows, cols, shape.period);
+        float* partial = static_cast<float*>(scratch(plan.scratch_floats(1) * sizeof(float)));
+        float* const out[1] = {static_cast<float*>(dbias.data)};
+        accumulate_column_sums<1>(DenseColumnTerm{static_cast<const float*>(dy.data), cols}, plan, partial,
+                                  out, stream_);
+      });
 }
 
 void CudaBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
                                     loom::Gelu variant) {
-  const auto check = checks("bias_gelu_forward");
-  const int64_t cols = loom_backend::check_bias_gelu_forward(check, x, bias, y);
-  const int64_t n = x.numel();
-  if (n == 0) return;
-  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-  with_float_storage(x.dtype, "bias_gelu_forward", [&](auto xs) {
-    with_float_storage(y.dtype, "bias_gelu_forward", [&](auto ys) {
-      using SX = decltype(xs);
-      using SY = decltype(ys);
-      const auto* xs_data = static_cast<const SX*>(x.data);
-      auto* ys_data = static_cast<SY*>(y.data);
-      const bool erf_form = variant == loom::Gelu::erf;
-      if (cols % 4 == 0 && is_quad_aligned<SX>(xs_data) && is_quad_aligned<SY>(ys_data) &&
-          (b == nullptr || is_aligned16(b)))
-        bias_gelu_forward_quads_kernel<SX, SY><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
-            xs_data, b, ys_data, n / 4, cols / 4, erf_form);
-      else
-        bias_gelu_forward_kernel<SX, SY>
-            <<<grid_for(n, kThreads), kThreads, 0, stream_>>>(xs_data, b, ys_data, n, cols, erf_form);
-    });
-  });
-  check_launch("bias_gelu_forward");
+  run_op(
+      "bias_gelu_forward",
+      [&](const ArgumentChecks& check) {
+        const int64_t cols = loom_backend::check_bias_gelu_forward(check, x, bias, y);
+        return ElementRows{x.numel(), cols};
+      },
+      {x.dtype, y.dtype},
+      [&](const ElementRows& shape, auto xs, auto ys) {
+        using SX = decltype(xs);
+        using SY = decltype(ys);
+        const int64_t n = shape.count, cols = shape.cols;
+        const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+        const auto* xs_data = static_cast<const SX*>(x.data);
+        auto* ys_data = static_cast<SY*>(y.data);
+        const bool erf_form = variant == loom::Gelu::erf;
+        if (cols % 4 == 0 && is_quad_aligned<SX>(xs_data) && is_quad_aligned<SY>(ys_data) &&
+            (b == nullptr || is_aligned16(b)))
+          bias_gelu_forward_quads_kernel<SX, SY><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
+              xs_data, b, ys_data, n / 4, cols / 4, erf_form);
+        else
+          bias_gelu_forward_kernel<SX, SY>
+              <<<grid_for(n, kThreads), kThreads, 0, stream_>>>(xs_data, b, ys_data, n, cols, erf_form);
+      });
+}
+
+template <typename Contract>
+void CudaBackend::gelu_gradient(const char* op, Contract&& contract, const loom::Tensor& dy,
+                                const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& dx,
+                                const loom::Tensor& dx_compute, const loom::Tensor& dbias,
+                                loom::Gelu variant) {
+  // The copy's storage type; without a copy the kernels get a null BFloat16 pointer and store none.
+  const DType copy_dtype = dx_compute.defined() ? dx_compute.dtype : DType::bf16;
+  run_op(
+      op,
+      [&](const ArgumentChecks& check) {
+        const int64_t cols = contract(check);
+        return ElementRows{x.numel(), cols};
+      },
+      {x.dtype, copy_dtype},
+      [&](const ElementRows& shape, auto xs, auto cs) {
+        using SX = decltype(xs);
+        using SC = decltype(cs);
+        const int64_t n = shape.count, cols = shape.cols;
+        const int64_t rows = n / cols;
+        const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
+        const auto* dys = static_cast<const float*>(dy.data);
+        const auto* xs_data = static_cast<const SX*>(x.data);
+        auto* dxs = static_cast<float*>(dx.data);
+        auto* copy = static_cast<SC*>(dx_compute.data);
+        const bool erf_form = variant == loom::Gelu::erf;
+        if (cols % 4 == 0 && is_aligned16(dys) && is_quad_aligned<SX>(xs_data) && is_aligned16(dxs) &&
+            (b == nullptr || is_aligned16(b)) && (copy == nullptr || is_quad_aligned<SC>(copy)))
+          bias_gelu_backward_quads_kernel<SX, SC><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
+              dys, xs_data, b, dxs, copy, n / 4, cols / 4, erf_form);
+        else
+          bias_gelu_backward_kernel<SX, SC><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+              dys, xs_data, b, dxs, copy, n, cols, erf_form);
+        if (dbias.defined()) {
+          check_launch(op);
+          // dbias = column sums of dx: read back the dx just written (stream order) in fixed order.
+          const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
+          float* partial = static_cast<float*>(scratch(plan.scratch_floats(1) * sizeof(float)));
+          float* const out[1] = {static_cast<float*>(dbias.data)};
+          accumulate_column_sums<1>(DenseColumnTerm{static_cast<const float*>(dx.data), cols}, plan, partial,
+                                    out, stream_);
+        }
+      });
 }
 
 void CudaBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
                                      const loom::Tensor& dx, const loom::Tensor& dbias, loom::Gelu variant) {
-  const auto check = checks("bias_gelu_backward");
-  loom_backend::check_bias_gelu_backward(check, dy, x, bias, dx, dbias);
-  gelu_gradient(dy, x, bias, dx, loom::Tensor{}, dbias, variant, "bias_gelu_backward");
+  gelu_gradient(
+      "bias_gelu_backward",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_bias_gelu_backward(check, dy, x, bias, dx, dbias);
+      },
+      dy, x, bias, dx, loom::Tensor{}, dbias, variant);
 }
 
 void CudaBackend::bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
                                           const loom::Tensor& dx, const loom::Tensor& dx_compute,
                                           const loom::Tensor& dbias, loom::Gelu variant) {
-  const auto check = checks("bias_gelu_backward_copy");
-  loom_backend::check_bias_gelu_backward_copy(check, dy, x, bias, dx, dx_compute, dbias);
-  gelu_gradient(dy, x, bias, dx, dx_compute, dbias, variant, "bias_gelu_backward_copy");
-}
-
-void CudaBackend::gelu_gradient(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
-                                const loom::Tensor& dx, const loom::Tensor& dx_compute, const loom::Tensor& dbias,
-                                loom::Gelu variant, const char* op) {
-  const int64_t n = x.numel();
-  if (n == 0) return;
-  const int64_t cols = x.shape[x.ndim - 1];
-  const int64_t rows = n / cols;
-  const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-  // The copy's storage type; without a copy the kernels get a null BFloat16 pointer and store none.
-  const DType copy_dtype = dx_compute.defined() ? dx_compute.dtype : DType::bf16;
-  with_float_storage(x.dtype, op, [&](auto xs) {
-    with_float_storage(copy_dtype, op, [&](auto cs) {
-      using SX = decltype(xs);
-      using SC = decltype(cs);
-      const auto* dys = static_cast<const float*>(dy.data);
-      const auto* xs_data = static_cast<const SX*>(x.data);
-      auto* dxs = static_cast<float*>(dx.data);
-      auto* copy = static_cast<SC*>(dx_compute.data);
-      const bool erf_form = variant == loom::Gelu::erf;
-      if (cols % 4 == 0 && is_aligned16(dys) && is_quad_aligned<SX>(xs_data) && is_aligned16(dxs) &&
-          (b == nullptr || is_aligned16(b)) && (copy == nullptr || is_quad_aligned<SC>(copy)))
-        bias_gelu_backward_quads_kernel<SX, SC><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
-            dys, xs_data, b, dxs, copy, n / 4, cols / 4, erf_form);
-      else
-        bias_gelu_backward_kernel<SX, SC>
-            <<<grid_for(n, kThreads), kThreads, 0, stream_>>>(dys, xs_data, b, dxs, copy, n, cols, erf_form);
-    });
-  });
-  check_launch(op);
-  if (dbias.defined()) {
-    // dbias = column sums of dx: read back the dx just written (stream order) in fixed order.
-    const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
-    float* partial = static_cast<float*>(scratch(plan.scratch_floats(1) * sizeof(float)));
-    float* const out[1] = {static_cast<float*>(dbias.data)};
-    accumulate_column_sums<1>(DenseColumnTerm{static_cast<const float*>(dx.data), cols}, plan, partial, out,
-                              stream_);
-    check_launch(op);
-  }
+  gelu_gradient(
+      "bias_gelu_backward_copy",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_bias_gelu_backward_copy(check, dy, x, bias, dx, dx_compute, dbias);
+      },
+      dy, x, bias, dx, dx_compute, dbias, variant);
 }
 
 void CudaBackend::tanh_forward(const loom::Tensor& x, const loom::Tensor& y) {
-  const auto check = checks("tanh_forward");
-  loom_backend::check_tanh_forward(check, x, y);
-  const int64_t n = x.numel();
-  if (n == 0) return;
-  tanh_forward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<const float*>(x.data),
-                                                                       static_cast<float*>(y.data), n);
-  check_launch("tanh_forward");
+  run_op(
+      "tanh_forward",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_tanh_forward(check, x, y);
+        return Elements{x.numel()};
+      },
+      [&](Elements n) {
+        tanh_forward_kernel<<<grid_for(n.count, kThreads), kThreads, 0, stream_>>>(
+            static_cast<const float*>(x.data), static_cast<float*>(y.data), n.count);
+      });
 }
 
 void CudaBackend::tanh_backward(const loom::Tensor& dy, const loom::Tensor& y, const loom::Tensor& dx) {
-  const auto check = checks("tanh_backward");
-  loom_backend::check_tanh_backward(check, dy, y, dx);
-  const int64_t n = y.numel();
-  if (n == 0) return;
-  tanh_backward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
-      static_cast<const float*>(dy.data), static_cast<const float*>(y.data), static_cast<float*>(dx.data), n);
-  check_launch("tanh_backward");
+  run_op(
+      "tanh_backward",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_tanh_backward(check, dy, y, dx);
+        return Elements{y.numel()};
+      },
+      [&](Elements n) {
+        tanh_backward_kernel<<<grid_for(n.count, kThreads), kThreads, 0, stream_>>>(
+            static_cast<const float*>(dy.data), static_cast<const float*>(y.data),
+            static_cast<float*>(dx.data), n.count);
+      });
 }
 
 void CudaBackend::add(const loom::Tensor& a, const loom::Tensor& b, const loom::Tensor& out) {
-  const auto check = checks("add");
-  loom_backend::check_add(check, a, b, out);
-  const int64_t n = out.numel();
-  if (n == 0) return;
-  if (a.dtype == DType::f32 && b.dtype == DType::f32 && out.dtype == DType::f32 && is_aligned16(a.data) &&
-      is_aligned16(b.data) && is_aligned16(out.data)) {
-    const int64_t n4 = n / 4, done = n4 * 4;
-    const auto* as = static_cast<const float*>(a.data);
-    const auto* bs = static_cast<const float*>(b.data);
-    auto* os = static_cast<float*>(out.data);
-    if (n4 > 0)
-      add_vector_kernel<<<grid_for(n4, kThreads), kThreads, 0, stream_>>>(reinterpret_cast<const float4*>(as),
-                                                                          reinterpret_cast<const float4*>(bs),
-                                                                          reinterpret_cast<float4*>(os), n4);
-    if (done < n)
-      add_kernel<float, float, float><<<1, kThreads, 0, stream_>>>(as + done, bs + done, os + done, n - done);
-    check_launch("add");
-    return;
-  }
-  with_float_storage(a.dtype, "add", [&](auto at) {
-    with_float_storage(b.dtype, "add", [&](auto bt) {
-      with_float_storage(out.dtype, "add", [&](auto ot) {
+  run_op(
+      "add",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_add(check, a, b, out);
+        return Elements{out.numel()};
+      },
+      {a.dtype, b.dtype, out.dtype},
+      [&](Elements elements, auto at, auto bt, auto ot) {
         using A = decltype(at);
         using B = decltype(bt);
         using O = decltype(ot);
-        add_kernel<A, B, O><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
-            static_cast<const A*>(a.data), static_cast<const B*>(b.data), static_cast<O*>(out.data), n);
+        const int64_t n = elements.count;
+        const auto* as = static_cast<const A*>(a.data);
+        const auto* bs = static_cast<const B*>(b.data);
+        auto* os = static_cast<O*>(out.data);
+        if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<O, float>) {
+          if (is_aligned16(as) && is_aligned16(bs) && is_aligned16(os)) {
+            const int64_t n4 = n / 4, done = n4 * 4;
+            if (n4 > 0)
+              add_vector_kernel<<<grid_for(n4, kThreads), kThreads, 0, stream_>>>(
+                  reinterpret_cast<const float4*>(as), reinterpret_cast<const float4*>(bs),
+                  reinterpret_cast<float4*>(os), n4);
+            if (done < n)
+              add_kernel<float, float, float>
+                  <<<1, kThreads, 0, stream_>>>(as + done, bs + done, os + done, n - done);
+            return;
+          }
+        }
+        add_kernel<A, B, O><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(as, bs, os, n);
       });
-    });
-  });
-  check_launch("add");
 }
 
 void CudaBackend::axpby(float alpha, const loom::Tensor& x, float beta, const loom::Tensor& y) {
-  const auto check = checks("axpby");
-  loom_backend::check_axpby(check, x, y);
-  const int64_t n = y.numel();
-  if (n == 0) return;
-  const bool read_y = beta != 0.0f;  // beta = 0 never reads y
-  const auto* xs = static_cast<const float*>(x.data);
-  auto* ys = static_cast<float*>(y.data);
-  int64_t vector_end = 0;
-  if (is_aligned16(xs) && is_aligned16(ys)) {
-    const int64_t n4 = n / 4;
-    vector_end = n4 * 4;
-    if (n4 > 0)
-      axpby_vector_kernel<<<grid_for(n4, kThreads), kThreads, 0, stream_>>>(
-          alpha, reinterpret_cast<const float4*>(xs), beta, reinterpret_cast<float4*>(ys), n4, read_y);
-  }
-  if (vector_end < n)
-    axpby_kernel<<<grid_for(n - vector_end, kThreads), kThreads, 0, stream_>>>(alpha, xs, beta, ys,
-                                                                               vector_end, n, read_y);
-  check_launch("axpby");
+  run_op(
+      "axpby",
+      [&](const ArgumentChecks& check) {
+        loom_backend::check_axpby(check, x, y);
+        return Elements{y.numel()};
+      },
+      [&](Elements elements) {
+        const int64_t n = elements.count;
+        const bool read_y = beta != 0.0f;  // beta = 0 never reads y
+        const auto* xs = static_cast<const float*>(x.data);
+        auto* ys = static_cast<float*>(y.data);
+        int64_t vector_end = 0;
+        if (is_aligned16(xs) && is_aligned16(ys)) {
+          const int64_t n4 = n / 4;
+          vector_end = n4 * 4;
+          if (n4 > 0)
+            axpby_vector_kernel<<<grid_for(n4, kThreads), kThreads, 0, stream_>>>(
+                alpha, reinterpret_cast<const float4*>(xs), beta, reinterpret_cast<float4*>(ys), n4, read_y);
+        }
+        if (vector_end < n)
+          axpby_kernel<<<grid_for(n - vector_end, kThreads), kThreads, 0, stream_>>>(alpha, xs, beta, ys,
+                                                                                     vector_end, n, read_y);
+      });
 }
 
 }  // namespace loom_cuda

@@ -279,10 +279,12 @@ class CudaBackend final : public loom::Backend,
   void report_device_error(const char* where) const;
   /// Scales c by beta (or zeroes it for beta = 0): the K = 0 case of gemm. Any strides.
   void scale_strided(const loom::Tensor& c, float beta);
-  /// bias_gelu_backward with an optional 16-bit copy of dx (dx_compute absent: none), arguments
-  /// checked by the caller, errors naming `op`.
-  void gelu_gradient(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& dx,
-                     const loom::Tensor& dx_compute, const loom::Tensor& dbias, loom::Gelu variant, const char* op);
+  /// bias_gelu_backward with an optional 16-bit copy of dx (dx_compute absent: none): run_op for
+  /// `op` with `contract(check)`, which returns the columns of x (bias_activations.cu).
+  template <typename Contract>
+  void gelu_gradient(const char* op, Contract&& contract, const loom::Tensor& dy, const loom::Tensor& x,
+                     const loom::Tensor& bias, const loom::Tensor& dx, const loom::Tensor& dx_compute,
+                     const loom::Tensor& dbias, loom::Gelu variant);
   /// cuBLASLt's column-major problem for the row-major c = op(a)·op(b) of validated operands with
   /// row strides lda, ldb, ldc (pointers, batches, alpha and beta left to the caller).
   ColumnMajorGemm column_major(DType ab, bool transpose_a, bool transpose_b, DType c,

@@ -21,6 +21,7 @@
 #include "cuda_check.hpp"
 #include "index_checks.cuh"
 #include "loom_backend/op_contracts.hpp"
+#include "op_preamble.cuh"
 #include "row_quads.cuh"
 
 namespace loom_cuda {
@@ -99,79 +100,100 @@ size_t aligned(size_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
 
+/// embedding_scatter_add's geometry: the contract's rows and the bits of its grouping keys.
+struct ScatterRows {
+  loom_backend::EmbeddingRows shape;
+  int row_bits, key_bits;
+};
+/// No ids, rows of no columns, or no table rows (then every id is bad, and recorded by the id
+/// check): nothing to sort or add.
+bool nothing_to_launch(const ScatterRows& scatter) {
+  return scatter.shape.ids == 0 || scatter.shape.cols == 0 || scatter.shape.vocab == 0;
+}
+
 }  // namespace
 
 void CudaBackend::embedding_gather(const loom::Tensor& table, const loom::Tensor& ids,
                                    const loom::Tensor& out, bool accumulate) {
-  const auto check = checks("embedding_gather");
-  const loom_backend::EmbeddingRows shape = loom_backend::check_embedding_gather(check, table, ids, out);
-  const int64_t n = shape.ids, cols = shape.cols, vocab = shape.vocab;
-  check_indices_on_device(*this, CheckedOp::embedding_gather, ids, vocab, false, 0, nullptr);
-  check_launch("embedding_gather");
-  if (n * cols == 0) return;
-  const auto* rows = static_cast<const float*>(table.data);
-  auto* dst = static_cast<float*>(out.data);
-  const bool quads = cols % 4 == 0 && is_aligned16(rows) && is_aligned16(dst);
-  const auto launch = [&](const auto* id_data) {
-    if (quads)
-      gather_quads_kernel<<<grid_for(n * cols / 4, kThreads), kThreads, 0, stream_>>>(
-          rows, id_data, dst, n, cols, vocab, accumulate);
-    else
-      gather_kernel<<<grid_for(n * cols, kThreads), kThreads, 0, stream_>>>(rows, id_data, dst, n, cols,
-                                                                            vocab, accumulate);
-  };
-  if (ids.dtype == DType::i32)
-    launch(static_cast<const int32_t*>(ids.data));
-  else
-    launch(static_cast<const int64_t*>(ids.data));
-  check_launch("embedding_gather");
+  run_op(
+      "embedding_gather",
+      [&](const ArgumentChecks& check) {
+        const loom_backend::EmbeddingRows shape =
+            loom_backend::check_embedding_gather(check, table, ids, out);
+        check_indices_on_device(*this, CheckedOp::embedding_gather, ids, shape.vocab, false, 0, nullptr);
+        check_launch("embedding_gather");
+        return shape;
+      },
+      [&](const loom_backend::EmbeddingRows& shape) {
+        const int64_t n = shape.ids, cols = shape.cols, vocab = shape.vocab;
+        const auto* rows = static_cast<const float*>(table.data);
+        auto* dst = static_cast<float*>(out.data);
+        const bool quads = cols % 4 == 0 && is_aligned16(rows) && is_aligned16(dst);
+        const auto launch = [&](const auto* id_data) {
+          if (quads)
+            gather_quads_kernel<<<grid_for(n * cols / 4, kThreads), kThreads, 0, stream_>>>(
+                rows, id_data, dst, n, cols, vocab, accumulate);
+          else
+            gather_kernel<<<grid_for(n * cols, kThreads), kThreads, 0, stream_>>>(rows, id_data, dst, n, cols,
+                                                                                  vocab, accumulate);
+        };
+        if (ids.dtype == DType::i32)
+          launch(static_cast<const int32_t*>(ids.data));
+        else
+          launch(static_cast<const int64_t*>(ids.data));
+      });
 }
 
 void CudaBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Tensor& ids,
                                         const loom::Tensor& dtable) {
-  const auto check = checks("embedding_scatter_add");
-  const loom_backend::EmbeddingRows shape =
-      loom_backend::check_embedding_scatter_add(check, dout, ids, dtable);
-  const int64_t n = shape.ids, cols = shape.cols, vocab = shape.vocab;
-  check_indices_on_device(*this, CheckedOp::embedding_scatter_add, ids, vocab, false, 0, nullptr);
-  check_launch("embedding_scatter_add");
-  if (n == 0 || cols == 0 || vocab == 0) return;  // (with V = 0 every id is bad, and recorded)
-
-  // Key bits: the row needs bit_width(n − 1), the id bit_width(V) (so that V itself, the bad ids'
-  // group, fits).
-  check.require(n <= 2147483647, "more than 2^31 − 1 ids");
-  const int row_bits = std::bit_width(static_cast<uint64_t>(n - 1));
-  const int key_bits = row_bits + std::bit_width(static_cast<uint64_t>(vocab));
-  check.require(key_bits <= 64, "the ids do not fit the 64-bit grouping key (vocabulary " +
-                                    std::to_string(vocab) + ", " + std::to_string(n) + " ids)");
-  const int items = static_cast<int>(n);
-  size_t sort_bytes = 0;
-  cuda_check(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
-                                            static_cast<uint64_t*>(nullptr), items, 0, key_bits, stream_),
-             "embedding_scatter_add: radix sort size");
-  // Scratch: [keys (n) | sorted keys (n) | the sort's temporary storage].
-  const size_t key_bytes = aligned(static_cast<size_t>(n) * sizeof(uint64_t));
-  char* area = static_cast<char*>(scratch(2 * key_bytes + sort_bytes));
-  auto* keys = reinterpret_cast<uint64_t*>(area);
-  auto* sorted = reinterpret_cast<uint64_t*>(area + key_bytes);
-  const unsigned blocks = grid_for(n, kThreads);
-  if (ids.dtype == DType::i32)
-    grouping_keys_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const int32_t*>(ids.data), n, vocab,
-                                                           row_bits, keys);
-  else
-    grouping_keys_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const int64_t*>(ids.data), n, vocab,
-                                                           row_bits, keys);
-  check_launch("embedding_scatter_add");
-  cuda_check(cub::DeviceRadixSort::SortKeys(area + 2 * key_bytes, sort_bytes, keys, sorted, items, 0,
-                                            key_bits, stream_),
-             "embedding_scatter_add: radix sort");
-  const int64_t column_blocks = (cols + kThreads - 1) / kThreads;
-  check.require(column_blocks <= 65535, "more than 65535·256 columns");
-  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(column_blocks));
-  scatter_add_sorted_kernel<<<grid, kThreads, 0, stream_>>>(static_cast<const float*>(dout.data), sorted, n,
-                                                            row_bits, vocab, static_cast<float*>(dtable.data),
-                                                            cols);
-  check_launch("embedding_scatter_add");
+  run_op(
+      "embedding_scatter_add",
+      [&](const ArgumentChecks& check) {
+        ScatterRows scatter{loom_backend::check_embedding_scatter_add(check, dout, ids, dtable), 0, 0};
+        const int64_t n = scatter.shape.ids, cols = scatter.shape.cols, vocab = scatter.shape.vocab;
+        check_indices_on_device(*this, CheckedOp::embedding_scatter_add, ids, vocab, false, 0, nullptr);
+        check_launch("embedding_scatter_add");
+        if (nothing_to_launch(scatter)) return scatter;
+        // Key bits: the row needs bit_width(n − 1), the id bit_width(V) (so that V itself, the bad
+        // ids' group, fits).
+        check.require(n <= 2147483647, "more than 2^31 − 1 ids");
+        scatter.row_bits = std::bit_width(static_cast<uint64_t>(n - 1));
+        scatter.key_bits = scatter.row_bits + std::bit_width(static_cast<uint64_t>(vocab));
+        check.require(scatter.key_bits <= 64, "the ids do not fit the 64-bit grouping key (vocabulary " +
+                                                  std::to_string(vocab) + ", " + std::to_string(n) + " ids)");
+        check.require((cols + kThreads - 1) / kThreads <= 65535, "more than 65535·256 columns");
+        return scatter;
+      },
+      [&](const ScatterRows& scatter) {
+        const int64_t n = scatter.shape.ids, cols = scatter.shape.cols, vocab = scatter.shape.vocab;
+        const int row_bits = scatter.row_bits, key_bits = scatter.key_bits;
+        const int items = static_cast<int>(n);
+        size_t sort_bytes = 0;
+        cuda_check(
+            cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
+                                           static_cast<uint64_t*>(nullptr), items, 0, key_bits, stream_),
+            "embedding_scatter_add: radix sort size");
+        // Scratch: [keys (n) | sorted keys (n) | the sort's temporary storage].
+        const size_t key_bytes = aligned(static_cast<size_t>(n) * sizeof(uint64_t));
+        char* area = static_cast<char*>(scratch(2 * key_bytes + sort_bytes));
+        auto* keys = reinterpret_cast<uint64_t*>(area);
+        auto* sorted = reinterpret_cast<uint64_t*>(area + key_bytes);
+        const unsigned blocks = grid_for(n, kThreads);
+        if (ids.dtype == DType::i32)
+          grouping_keys_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const int32_t*>(ids.data), n,
+                                                                 vocab, row_bits, keys);
+        else
+          grouping_keys_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const int64_t*>(ids.data), n,
+                                                                 vocab, row_bits, keys);
+        check_launch("embedding_scatter_add");
+        cuda_check(cub::DeviceRadixSort::SortKeys(area + 2 * key_bytes, sort_bytes, keys, sorted, items, 0,
+                                                  key_bits, stream_),
+                   "embedding_scatter_add: radix sort");
+        const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>((cols + kThreads - 1) / kThreads));
+        scatter_add_sorted_kernel<<<grid, kThreads, 0, stream_>>>(static_cast<const float*>(dout.data),
+                                                                  sorted, n, row_bits, vocab,
+                                                                  static_cast<float*>(dtable.data), cols);
+      });
 }
 
 }  // namespace loom_cuda

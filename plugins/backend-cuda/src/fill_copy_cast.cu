@@ -63,6 +63,9 @@ constexpr int kThreads = 256;
 
 }  // namespace
 
+// fill, zero and copy begin by hand, not with run_op: they move every dtype as unsigned words of
+// its size (with_word), not as float storage, and the dense paths of zero and copy are a
+// cudaMemsetAsync and a cudaMemcpyAsync, checked with cuda_check rather than a launch check.
 void CudaBackend::fill(const loom::Tensor& x, double value) {
   const auto check = checks("fill");
   loom_backend::check_fill(check, x);
@@ -132,6 +135,8 @@ void CudaBackend::scale_strided(const loom::Tensor& c, float beta) {
     zero(c);
     return;
   }
+  // Not an op with a preamble of its own: gemm's K = 0 case, run inside gemm's checks, whose
+  // operands it has already validated (so the dispatch is by hand, and errors name gemm).
   with_float_storage(c.dtype, "gemm", [&](auto tag) {
     using S = decltype(tag);
     scale_strided_kernel<S><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(static_cast<S*>(c.data),

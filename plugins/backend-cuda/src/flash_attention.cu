@@ -52,14 +52,6 @@ void with_head_dim(int64_t head_dim, Fn&& fn) {
     fn(std::integral_constant<int, 128>{});
 }
 
-template <typename Fn>
-void with_16bit_storage(loom::DType dtype, Fn&& fn) {
-  if (dtype == loom::DType::bf16)
-    fn(loom::BFloat16{});
-  else
-    fn(loom::Half{});
-}
-
 }  // namespace
 
 bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, const loom::Tensor& k,
@@ -70,50 +62,57 @@ bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, 
   return !d_ctx.defined() || rows_aligned(d_ctx);
 }
 
+template <typename S>
 void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                              const float* mask, const AttentionShape& shape, const loom::Tensor& ctx,
                              float* lse, cudaStream_t stream) {
-  with_16bit_storage(q.dtype, [&](auto storage) {
-    using S = decltype(storage);
-    with_head_dim(shape.head_dim, [&](auto head_dim) {
-      constexpr int kD = decltype(head_dim)::value;
-      const flash::ForwardArgs<S> args{
-          rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, mask, shape};
-      launch<flash::Forward<S, kD>>(args, shape, stream, "attention_forward: cudaFuncSetAttribute");
-    });
+  with_head_dim(shape.head_dim, [&](auto head_dim) {
+    constexpr int kD = decltype(head_dim)::value;
+    const flash::ForwardArgs<S> args{
+        rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, mask, shape};
+    launch<flash::Forward<S, kD>>(args, shape, stream, "attention_forward: cudaFuncSetAttribute");
   });
 }
 
+template <typename S, typename G>
 void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
                               const loom::Tensor& v, const float* lse, const float* delta, const float* mask,
                               const AttentionShape& shape, const loom::Tensor& dq, const loom::Tensor& dk,
                               const loom::Tensor& dv, cudaStream_t stream) {
-  with_16bit_storage(q.dtype, [&](auto storage) {
-    using S = decltype(storage);
-    with_head_dim(shape.head_dim, [&](auto head_dim) {
-      constexpr int kD = decltype(head_dim)::value;
-      const auto run = [&](auto gradient) {
-        using G = decltype(gradient);
-        const flash::BackwardArgs<S, G> args{rows<const S>(q),
-                                             rows<const S>(k),
-                                             rows<const S>(v),
-                                             rows<const G>(d_ctx),
-                                             lse,
-                                             delta,
-                                             mask,
-                                             rows<float>(dq),
-                                             rows<float>(dk),
-                                             rows<float>(dv),
-                                             shape};
-        launch<flash::KeyGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
-        launch<flash::QueryGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
-      };
-      if (d_ctx.dtype == loom::DType::f32)
-        run(float{});
-      else
-        run(S{});
-    });
+  with_head_dim(shape.head_dim, [&](auto head_dim) {
+    constexpr int kD = decltype(head_dim)::value;
+    const flash::BackwardArgs<S, G> args{rows<const S>(q),
+                                         rows<const S>(k),
+                                         rows<const S>(v),
+                                         rows<const G>(d_ctx),
+                                         lse,
+                                         delta,
+                                         mask,
+                                         rows<float>(dq),
+                                         rows<float>(dk),
+                                         rows<float>(dv),
+                                         shape};
+    launch<flash::KeyGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
+    launch<flash::QueryGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
   });
 }
+
+// The storages flash_attention_serves admits, as the attention ops' dtype dispatch reaches them
+// (attention_forward.cu, attention_backward.cu): q in bf16 or f16, d_ctx in f32 or q's dtype.
+#define LOOM_FLASH_ATTENTION(S)                                                                              \
+  template void flash_attention_forward<S>(const loom::Tensor&, const loom::Tensor&, const loom::Tensor&,    \
+                                           const float*, const AttentionShape&, const loom::Tensor&, float*, \
+                                           cudaStream_t);                                                    \
+  template void flash_attention_backward<S, float>(                                                          \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const float*,      \
+      const float*, const float*, const AttentionShape&, const loom::Tensor&, const loom::Tensor&,           \
+      const loom::Tensor&, cudaStream_t);                                                                    \
+  template void flash_attention_backward<S, S>(                                                              \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const float*,      \
+      const float*, const float*, const AttentionShape&, const loom::Tensor&, const loom::Tensor&,           \
+      const loom::Tensor&, cudaStream_t);
+LOOM_FLASH_ATTENTION(loom::BFloat16)
+LOOM_FLASH_ATTENTION(loom::Half)
+#undef LOOM_FLASH_ATTENTION
 
 }  // namespace loom_cuda

@@ -16,12 +16,16 @@ namespace loom_cuda {
 bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, const loom::Tensor& k,
                             const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& d_ctx = {});
 
-/// ctx and lse of the forward (the call validated, flash_attention_serves true).
+/// ctx and lse of the forward (the call validated, flash_attention_serves true), with S the storage
+/// of q, k, v and ctx (loom::BFloat16 or loom::Half; flash_attention.cu instantiates both).
+template <typename S>
 void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                              const float* mask, const AttentionShape& shape, const loom::Tensor& ctx,
                              float* lse, cudaStream_t stream);
 
-/// dq, dk, dv of the backward, given delta = Σ d_ctx·ctx per row already on `stream`.
+/// dq, dk, dv of the backward, given delta = Σ d_ctx·ctx per row already on `stream`; S as above,
+/// G the storage of d_ctx (float or S).
+template <typename S, typename G>
 void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
                               const loom::Tensor& v, const float* lse, const float* delta, const float* mask,
                               const AttentionShape& shape, const loom::Tensor& dq, const loom::Tensor& dk,

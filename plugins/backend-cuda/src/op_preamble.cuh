@@ -11,6 +11,7 @@
 //       [&](const SoftmaxRows& shape, auto probs_storage) { kernel<<<...>>>(...); });
 #pragma once
 
+#include "attention_shape.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "loom_backend/float_dispatch.hpp"
@@ -22,12 +23,31 @@ namespace loom_cuda {
 struct Elements {
   int64_t count;
 };
+/// The geometry of an element-wise op over rows (bias + GELU): its elements, in rows of `cols`.
+struct ElementRows {
+  int64_t count, cols;
+};
 
 // A grid of no blocks is not a valid launch, so an op with nothing to work on returns after its
 // contract, launching and checking nothing.
 /// An element-wise op over no elements.
 inline bool nothing_to_launch(const Elements& elements) {
   return elements.count == 0;
+}
+inline bool nothing_to_launch(const ElementRows& elements) {
+  return elements.count == 0;
+}
+/// bias_add and bias_grad over no rows or rows of no columns.
+inline bool nothing_to_launch(const loom_backend::BiasRows& shape) {
+  return shape.rows == 0 || shape.cols == 0;
+}
+/// A gather of no ids or of rows of no columns (the ids were checked with the contract).
+inline bool nothing_to_launch(const loom_backend::EmbeddingRows& shape) {
+  return shape.ids * shape.cols == 0;
+}
+/// Attention over no (batch, head, query) rows.
+inline bool nothing_to_launch(const AttentionShape& shape) {
+  return shape.batch * shape.heads * shape.seq == 0;
 }
 /// Softmax over no rows or rows of no columns (whose key mask the contract did not look at).
 inline bool nothing_to_launch(const loom_backend::SoftmaxRows& shape) {
@@ -37,7 +57,8 @@ inline bool nothing_to_launch(const loom_backend::SoftmaxRows& shape) {
 inline bool nothing_to_launch(const loom_backend::LayerNormRows& shape) {
   return shape.rows == 0;
 }
-/// Every other geometry runs its body (cross-entropy writes a mean loss of 0 for no rows).
+/// Every other geometry runs its body (cross-entropy writes a mean loss of 0 for no rows), unless
+/// the op's own geometry type has an overload beside it (found by argument-dependent lookup).
 template <typename Geometry>
 bool nothing_to_launch(const Geometry&) {
   return false;
