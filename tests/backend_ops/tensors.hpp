@@ -3,7 +3,8 @@
 //
 // HostTensor is plain host bytes with a dtype and a shape; values go in and come out as floats (ids
 // and targets as integers), rounded to nearest even into bf16 and f16. Its view() is host memory,
-// which is backend/cpu's memory, so the reference computes on it directly. DeviceTensor is a copy
+// which is backend/cpu's memory, so the reference computes on it directly (backend/cuda's own
+// tests use it too: plugins/backend-cuda/tests/cuda_test_support.hpp). DeviceTensor is a copy
 // in the memory of any backend — host memory on backend/cpu, memory the host cannot read on
 // backend/cpu-opaque and backend/cuda — moved only through copy_from_host and copy_to_host.
 #pragma once

@@ -1,7 +1,7 @@
 // Shared pieces of the backend/cuda tests: skipping without a GPU (LOOM_SKIP_WITHOUT_CUDA, from
 // tests/gpu/gpu_requirement.hpp: a failure instead under LOOM_REQUIRE_GPU=1), host tensors of any
-// float dtype, device copies of them, seeded random data and a closeness check naming the worst
-// element.
+// dtype (the backend-ops harness's HostTensor), device copies of them, seeded random data and a
+// closeness check naming the worst element.
 //
 // Every op test runs the same op on backend/cpu (CpuBackend(1), the reference) and on the GPU
 // from the same inputs and compares the results.
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_ops/tensors.hpp"
 #include "cpu_backend.hpp"
 #include "cuda_backend.hpp"
 #include "gpu_requirement.hpp"
@@ -27,89 +28,8 @@ namespace loom_cuda_test {
 
 using loom_gpu_test::no_cuda_device_reason;
 
-/// Host data of one dtype with a shape; values enter and leave as floats (or ints for i32/i64).
-struct HostTensor {
-  loom::DType dtype = loom::DType::f32;
-  std::vector<int64_t> shape;
-  std::vector<unsigned char> bytes;
-
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t e : shape) n *= e;
-    return n;
-  }
-  /// A contiguous CPU view.
-  loom::Tensor view() {
-    return loom::Tensor::contiguous(bytes.data(), dtype, shape.data(), static_cast<int>(shape.size()));
-  }
-  static HostTensor zeros(loom::DType dtype, std::vector<int64_t> shape) {
-    HostTensor t;
-    t.dtype = dtype;
-    t.shape = std::move(shape);
-    t.bytes.assign(static_cast<size_t>(t.numel()) * loom::dtype_size(dtype), 0);
-    return t;
-  }
-  /// Floats rounded to `dtype` (f32, bf16, f16).
-  static HostTensor of(const std::vector<float>& values, loom::DType dtype, std::vector<int64_t> shape) {
-    HostTensor t = zeros(dtype, std::move(shape));
-    EXPECT_EQ(static_cast<size_t>(t.numel()), values.size()) << "test bug: shape does not match the values";
-    for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), values[i]);
-    return t;
-  }
-  /// Integer ids or targets (i32, i64).
-  static HostTensor ids(const std::vector<int64_t>& values, loom::DType dtype, std::vector<int64_t> shape) {
-    HostTensor t = zeros(dtype, std::move(shape));
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (dtype == loom::DType::i32) {
-        const auto v = static_cast<int32_t>(values[i]);
-        std::memcpy(t.bytes.data() + 4 * i, &v, 4);
-      } else {
-        std::memcpy(t.bytes.data() + 8 * i, &values[i], 8);
-      }
-    }
-    return t;
-  }
-  void set(int64_t i, float v) {
-    unsigned char* at = bytes.data() + static_cast<size_t>(i) * loom::dtype_size(dtype);
-    if (dtype == loom::DType::f32) {
-      std::memcpy(at, &v, 4);
-    } else {
-      const uint16_t bits = dtype == loom::DType::bf16 ? loom::f32_to_bf16_bits(v) : loom::f32_to_f16_bits(v);
-      std::memcpy(at, &bits, 2);
-    }
-  }
-  float get(int64_t i) const {
-    const unsigned char* at = bytes.data() + static_cast<size_t>(i) * loom::dtype_size(dtype);
-    switch (dtype) {
-      case loom::DType::f32: {
-        float v;
-        std::memcpy(&v, at, 4);
-        return v;
-      }
-      case loom::DType::bf16:
-      case loom::DType::f16: {
-        uint16_t bits;
-        std::memcpy(&bits, at, 2);
-        return dtype == loom::DType::bf16 ? loom::bf16_bits_to_f32(bits) : loom::f16_bits_to_f32(bits);
-      }
-      case loom::DType::i32: {
-        int32_t v;
-        std::memcpy(&v, at, 4);
-        return static_cast<float>(v);
-      }
-      default: {
-        int64_t v;
-        std::memcpy(&v, at, 8);
-        return static_cast<float>(v);
-      }
-    }
-  }
-  std::vector<float> floats() const {
-    std::vector<float> out(static_cast<size_t>(numel()));
-    for (int64_t i = 0; i < numel(); ++i) out[static_cast<size_t>(i)] = get(i);
-    return out;
-  }
-};
+/// Host data of any dtype with a shape: the backend-ops harness's (tests/backend_ops/tensors.hpp).
+using loom_backend_ops::HostTensor;
 
 /// A device copy of a HostTensor (allocated on the GPU backend; frees itself).
 struct DeviceTensor {
