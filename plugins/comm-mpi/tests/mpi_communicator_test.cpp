@@ -10,10 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "recipe/errors.hpp"
-#include "plugin_loading/plugin_registry.hpp"
-#include "loom/sdk/communicator2.hpp"
+#include "loom/sdk/communicator.hpp"
+#include "loom/sdk/extended_collectives.hpp"
 #include "loom/sdk/float16.hpp"
+#include "plugin_loading/plugin_registry.hpp"
+#include "recipe/errors.hpp"
 
 namespace {
 
@@ -35,28 +36,35 @@ Component<loom::Communicator>& communicator() {
   return comm;
 }
 
-loom::Communicator2& comm2() {
-  return *static_cast<loom::Communicator2*>(communicator().get());
+loom::Communicator& comm() {
+  return *communicator().get();
+}
+
+/// Its extra collectives, found as the host finds them: the named interface it offers.
+loom::ExtendedCollectives& collectives() {
+  auto* found = communicator().find<loom::ExtendedCollectives>();
+  if (found == nullptr) throw std::runtime_error("communicator/mpi does not offer ExtendedCollectives");
+  return *found;
 }
 
 TEST(MpiCommunicator, RanksAreDistinctAndCoverTheJob) {
-  const int rank = comm2().rank(), size = comm2().size();
+  const int rank = comm().rank(), size = comm().size();
   ASSERT_GE(size, 2) << "run under mpirun -np 2 or more";
   std::vector<int> ranks(static_cast<size_t>(size), -1);
-  comm2().all_gather(&rank, sizeof(int), ranks.data());
+  collectives().all_gather(&rank, sizeof(int), ranks.data());
   for (int r = 0; r < size; ++r) EXPECT_EQ(ranks[static_cast<size_t>(r)], r);
-  EXPECT_GE(comm2().local_rank(), 0);
-  EXPECT_LT(comm2().local_rank(), size);
-  EXPECT_FALSE(comm2().device_buffers());
+  EXPECT_GE(collectives().local_rank(), 0);
+  EXPECT_LT(collectives().local_rank(), size);
+  EXPECT_FALSE(collectives().device_buffers());
 }
 
 TEST(MpiCommunicator, AllReduceSumAndMeanOverF32) {
-  const int rank = comm2().rank(), size = comm2().size();
+  const int rank = comm().rank(), size = comm().size();
   std::vector<float> data(1000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(rank + 1) * static_cast<float>(i);
   std::vector<float> mean = data;
-  comm2().all_reduce_sum(data.data(), data.size());
-  comm2().all_reduce_mean(mean.data(), mean.size());
+  comm().all_reduce_sum(data.data(), data.size());
+  comm().all_reduce_mean(mean.data(), mean.size());
   const float ranks_sum = static_cast<float>(size * (size + 1) / 2);
   for (size_t i = 0; i < data.size(); ++i) {
     EXPECT_EQ(data[i], ranks_sum * static_cast<float>(i));
@@ -65,56 +73,56 @@ TEST(MpiCommunicator, AllReduceSumAndMeanOverF32) {
 }
 
 TEST(MpiCommunicator, AllReduceOverBf16) {
-  const int rank = comm2().rank(), size = comm2().size();
+  const int rank = comm().rank(), size = comm().size();
   std::vector<uint16_t> data(64, loom::f32_to_bf16_bits(static_cast<float>(rank + 1)));
-  comm2().all_reduce(data.data(), data.size(), loom::DType::bf16, loom::ReduceOp::sum);
+  collectives().all_reduce(data.data(), data.size(), loom::DType::bf16, loom::ReduceOp::sum);
   for (uint16_t v : data) EXPECT_EQ(loom::bf16_bits_to_f32(v), static_cast<float>(size * (size + 1) / 2));
   std::vector<uint16_t> mean(8, loom::f32_to_bf16_bits(2.0f * static_cast<float>(rank)));
-  comm2().all_reduce(mean.data(), mean.size(), loom::DType::bf16, loom::ReduceOp::mean);
+  collectives().all_reduce(mean.data(), mean.size(), loom::DType::bf16, loom::ReduceOp::mean);
   for (uint16_t v : mean) EXPECT_EQ(loom::bf16_bits_to_f32(v), static_cast<float>(size - 1));
 }
 
 TEST(MpiCommunicator, NonBlockingAllReduceOverlapsOtherWork) {
-  const int size = comm2().size();
+  const int size = comm().size();
   std::vector<std::vector<float>> buckets(4, std::vector<float>(100000, 1.0f));
   std::vector<loom::CollectiveHandle> handles;
   for (auto& bucket : buckets)
     handles.push_back(
-        comm2().start_all_reduce(bucket.data(), bucket.size(), loom::DType::f32, loom::ReduceOp::sum));
+        collectives().start_all_reduce(bucket.data(), bucket.size(), loom::DType::f32, loom::ReduceOp::sum));
   EXPECT_NE(handles[0], handles[1]);
   int polls = 0;
-  while (!comm2().test(handles[0])) ++polls;  // work between polls would overlap here
-  for (size_t i = 1; i < handles.size(); ++i) comm2().wait(handles[i]);
+  while (!collectives().test(handles[0])) ++polls;  // work between polls would overlap here
+  for (size_t i = 1; i < handles.size(); ++i) collectives().wait(handles[i]);
   for (const auto& bucket : buckets) {
     EXPECT_EQ(bucket.front(), static_cast<float>(size));
     EXPECT_EQ(bucket.back(), static_cast<float>(size));
   }
-  EXPECT_THROW(comm2().wait(handles[0]), loom::Error);  // released once complete
+  EXPECT_THROW(collectives().wait(handles[0]), loom::Error);  // released once complete
 }
 
 TEST(MpiCommunicator, BroadcastFromEveryRootAndBarrier) {
-  const int rank = comm2().rank(), size = comm2().size();
+  const int rank = comm().rank(), size = comm().size();
   for (int root = 0; root < size; ++root) {
     std::vector<double> values(33, static_cast<double>(rank));
-    comm2().broadcast(values.data(), values.size() * sizeof(double), root);
+    comm().broadcast(values.data(), values.size() * sizeof(double), root);
     for (double v : values) EXPECT_EQ(v, static_cast<double>(root));
   }
-  comm2().barrier();
+  comm().barrier();
   double dummy = 0;
-  EXPECT_THROW(comm2().broadcast(&dummy, sizeof(dummy), size), loom::Error);
+  EXPECT_THROW(comm().broadcast(&dummy, sizeof(dummy), size), loom::Error);
 }
 
 // Rank 1 stops taking part; rank 0's all-reduce must fail within the timeout naming rank 1.
 TEST(MpiCommunicatorTimeout, AStalledPeerBecomesAnErrorNamingIt) {
   float x = 1;
-  if (comm2().rank() == 1) {
+  if (comm().rank() == 1) {
     sleep(8);
     return;
   }
-  if (comm2().rank() != 0) return;
+  if (comm().rank() != 0) return;
   const auto start = std::chrono::steady_clock::now();
   try {
-    comm2().all_reduce_sum(&x, 1);
+    comm().all_reduce_sum(&x, 1);
     FAIL() << "the all-reduce completed without rank 1";
   } catch (const loom::Error& e) {
     const std::string message = e.what();
@@ -123,7 +131,7 @@ TEST(MpiCommunicatorTimeout, AStalledPeerBecomesAnErrorNamingIt) {
   }
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(waited, 6.0);
-  EXPECT_THROW(comm2().barrier(), loom::Error);  // broken from now on
+  EXPECT_THROW(comm().barrier(), loom::Error);  // broken from now on
 }
 
 }  // namespace
@@ -131,7 +139,7 @@ TEST(MpiCommunicatorTimeout, AStalledPeerBecomesAnErrorNamingIt) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   communicator();  // MPI_Init before any test runs
-  const int rank = comm2().rank();
+  const int rank = comm().rank();
   if (rank != 0) ::testing::GTEST_FLAG(brief) = true;
   return RUN_ALL_TESTS();
 }

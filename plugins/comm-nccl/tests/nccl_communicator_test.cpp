@@ -11,7 +11,8 @@
 
 #include "device_placement.hpp"
 #include "gpu_requirement.hpp"
-#include "loom/sdk/communicator2.hpp"
+#include "loom/sdk/communicator.hpp"
+#include "loom/sdk/extended_collectives.hpp"
 #include "plugin_loading/plugin_registry.hpp"
 
 namespace {
@@ -34,8 +35,15 @@ loom::host::Component<loom::Communicator>& communicator() {
   return comm;
 }
 
-loom::Communicator2& comm2() {
-  return *static_cast<loom::Communicator2*>(communicator().get());
+loom::Communicator& comm() {
+  return *communicator().get();
+}
+
+/// Its extra collectives, found as the host finds them: the named interface it offers.
+loom::ExtendedCollectives& collectives() {
+  auto* found = communicator().find<loom::ExtendedCollectives>();
+  if (found == nullptr) throw std::runtime_error("communicator/nccl does not offer ExtendedCollectives");
+  return *found;
 }
 
 std::vector<float> to_host(const float* device, size_t count) {
@@ -45,8 +53,8 @@ std::vector<float> to_host(const float* device, size_t count) {
 }
 
 TEST(NcclCommunicator, DeviceCollectivesOnTheCallersStream) {
-  ASSERT_TRUE(comm2().device_buffers());
-  const int size = comm2().size(), rank = comm2().rank();
+  ASSERT_TRUE(collectives().device_buffers());
+  const int size = comm().size(), rank = comm().rank();
   const size_t n = 1 << 20;
   std::vector<float> host(n);
   for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000) * 0.5f + static_cast<float>(rank);
@@ -55,7 +63,7 @@ TEST(NcclCommunicator, DeviceCollectivesOnTheCallersStream) {
   cudaStream_t stream{};
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
-  comm2().device_all_reduce(device, n, loom::DType::f32, loom::ReduceOp::sum, stream);
+  collectives().device_all_reduce(device, n, loom::DType::f32, loom::ReduceOp::sum, stream);
   cudaStreamSynchronize(stream);
   std::vector<float> summed = to_host(device, n);
   for (size_t i = 0; i < n; i += 997) {
@@ -63,8 +71,8 @@ TEST(NcclCommunicator, DeviceCollectivesOnTheCallersStream) {
     for (int r = 0; r < size; ++r) expected += static_cast<float>(i % 1000) * 0.5f + static_cast<float>(r);
     ASSERT_EQ(summed[i], expected) << i;
   }
-  comm2().device_broadcast(device, n * sizeof(float), 0, stream);
-  comm2().device_all_gather(device, n * sizeof(float), device + n, stream);
+  collectives().device_broadcast(device, n * sizeof(float), 0, stream);
+  collectives().device_all_gather(device, n * sizeof(float), device + n, stream);
   cudaStreamSynchronize(stream);
   EXPECT_EQ(to_host(device + n, n), summed);
   cudaStreamDestroy(stream);
@@ -74,7 +82,7 @@ TEST(NcclCommunicator, DeviceCollectivesOnTheCallersStream) {
 TEST(NcclCommunicator, BindsTheGpuBackendCudaWouldChoose) {
   int devices = 0;
   ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
-  ASSERT_TRUE(comm2().device_buffers());  // constructed, so its device is current on this thread
+  ASSERT_TRUE(collectives().device_buffers());  // constructed, so its device is current on this thread
   int current = -1;
   ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
   const auto chosen =
@@ -86,7 +94,7 @@ TEST(NcclCommunicator, BindsTheGpuBackendCudaWouldChoose) {
 TEST(NcclCommunicator, RefusesABufferThatIsNotOnItsGpu) {
   std::vector<float> host(1024, 1.0f);
   try {
-    comm2().device_all_reduce(host.data(), host.size(), loom::DType::f32, loom::ReduceOp::sum, nullptr);
+    collectives().device_all_reduce(host.data(), host.size(), loom::DType::f32, loom::ReduceOp::sum, nullptr);
     FAIL() << "a host buffer was handed to NCCL";
   } catch (const loom::Error& e) {
     EXPECT_NE(std::string(e.what()).find("backend/cuda and communicator/nccl must use the same GPU"),
