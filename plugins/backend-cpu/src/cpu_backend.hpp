@@ -19,6 +19,7 @@
 #include "loom/sdk/ops/memory_usage.hpp"
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
+#include "loom/sdk/ops/optimizer_working_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom_backend/argument_checks.hpp"
@@ -36,6 +37,7 @@ class CpuBackend final : public loom::Backend,
                          public loom::FusedAttention,
                          public loom::DeviceDescription,
                          public loom::OptimizerSteps,
+                         public loom::OptimizerWorkingCopy,
                          public loom::ResidualLayerNorm,
                          public loom::LinearBias,
                          public loom::BiasGeluBackwardCopy,
@@ -164,6 +166,9 @@ class CpuBackend final : public loom::Backend,
                 const loom::Tensor& momentum_buffer, const loom::GradientScaling& scaling,
                 const loom::SgdConstants& constants, double lr) override;
   loom::OptimizerStepReport read_report(const loom::OptimizerPlan& plan) override;
+  // OptimizerWorkingCopy (named interface; optimizer_steps.cpp): each block of an update cast into
+  // the working copy right after its weights are final, with cast's element loop.
+  void set_working_copy(loom::OptimizerPlan& plan, const loom::Tensor& working) override;
 
   // OpProfiler (named interface): the wall time of each op, from its checks() to its return
   // (loom_backend/op_timing.hpp), and of copy_from_host/copy_to_host.

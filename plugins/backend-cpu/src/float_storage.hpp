@@ -35,6 +35,14 @@ inline void store(Half* p, int64_t i, float v) {
   p[i].bits = loom::f32_to_f16_bits(v);
 }
 
+/// d[i] = s[i] in D's storage, for i in [begin, end): cast's element loop, which the optimizer
+/// passes run as well to write the working copy (the same bits, vectorised the same way).
+template <typename S, typename D>
+inline void convert_range(const S* s, D* d, int64_t begin, int64_t end) {
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) store(d, i, load(s, i));
+}
+
 using loom_backend::with_float_storage;
 
 }  // namespace loom_cpu

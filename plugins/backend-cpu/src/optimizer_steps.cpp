@@ -4,6 +4,10 @@
 // GPU family is tested against. Blocks run on the backend's OpenMP threads; each block is one
 // thread's, so results do not depend on the thread count.
 //
+// With a working copy set (OptimizerWorkingCopy), each block's weights are cast into it by the
+// thread that updated them, right after their last write of the step — cast's element loop over
+// 128 KiB of weights still in cache, instead of a second pass over the whole buffer.
+//
 // Compiled apart from the other ops (CMakeLists.txt: loom_backend_cpu_optimizer_steps) because it
 // takes the passes' flags (no FMA contraction), which the other ops must not get.
 #include <cmath>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "cpu_backend.hpp"
+#include "float_storage.hpp"
 #include "loom_backend/optimizer_contract.hpp"
 #include "loom_optimizer/adam_passes.hpp"
 #include "loom_optimizer/gradient_norm.hpp"
@@ -38,6 +43,7 @@ class CpuOptimizerPlan final : public loom::OptimizerPlan {
   double grad_sum_squares = 0;  // of the last gradient_norm
   bool norm_pending = false;    // a gradient_norm no update has used yet
   loom::OptimizerStepReport report{0.0, 0.0};
+  loom::Tensor working;  // the 16-bit working copy the updates write (undefined: none)
 };
 
 CpuOptimizerPlan& cpu_plan(loom::OptimizerPlan& plan) {
@@ -56,6 +62,19 @@ auto blocks_on_threads(int threads, size_t total) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (parallel && n > 1)
         for (int64_t b = 0; b < n; ++b) fn(static_cast<size_t>(b));
       };
+}
+
+/// The passes' weights_final hook: a finished block's weights cast into the plan's working copy,
+/// nothing without one.
+auto working_copy_writer(const CpuOptimizerPlan& plan, const loom::Tensor& params) {
+  return [w = floats(params), working = plan.working](size_t begin, size_t end) {
+    if (!working.defined()) return;
+    const auto first = static_cast<int64_t>(begin), last = static_cast<int64_t>(end);
+    if (working.dtype == loom::DType::bf16)
+      convert_range(w, static_cast<loom::BFloat16*>(working.data), first, last);
+    else
+      convert_range(w, static_cast<loom::Half*>(working.data), first, last);
+  };
 }
 
 /// What every update does first: the views, the scalars, a pending norm. Returns the clip divisor
@@ -102,18 +121,14 @@ void CpuBackend::adamw_step(loom::OptimizerPlan& plan_ref, const loom::Tensor& p
                             const loom::AdamConstants& constants, double lr) {
   const auto check = checks("adamw_step");
   CpuOptimizerPlan& plan = cpu_plan(plan_ref);
-  for (const auto& [name, view] :
-       {std::pair{"params", params}, {"grads", grads}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}})
-    check_flat_buffer(check, name, view, plan.total);
-  loom_backend::check_disjoint(
-      check, {{"params", params}, {"grads", grads}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}});
+  loom_backend::check_adam_buffers(check, plan.total, params, grads, exp_avg, exp_avg_sq, plan.working);
   double grad_norm = 0, divisor = 1;
   if (!begin_update(check, plan, scaling, lr, grad_norm, divisor)) return;
   loom_optimizer::adamw_pass<false>(blocks_on_threads(threads_, plan.total), plan.segments, plan.blocks,
                                     {floats(params), floats(grads), floats(exp_avg), floats(exp_avg_sq)},
                                     constants,
                                     loom_optimizer::gradient_multiplier(scaling.grad_scale, divisor),
-                                    static_cast<float>(lr), plan.grad_sums);
+                                    static_cast<float>(lr), plan.grad_sums, working_copy_writer(plan, params));
 }
 
 void CpuBackend::lamb_step(loom::OptimizerPlan& plan_ref, const loom::Tensor& params,
@@ -122,17 +137,13 @@ void CpuBackend::lamb_step(loom::OptimizerPlan& plan_ref, const loom::Tensor& pa
                            const loom::AdamConstants& constants, double lr) {
   const auto check = checks("lamb_step");
   CpuOptimizerPlan& plan = cpu_plan(plan_ref);
-  for (const auto& [name, view] :
-       {std::pair{"params", params}, {"grads", grads}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}})
-    check_flat_buffer(check, name, view, plan.total);
-  loom_backend::check_disjoint(
-      check, {{"params", params}, {"grads", grads}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}});
+  loom_backend::check_adam_buffers(check, plan.total, params, grads, exp_avg, exp_avg_sq, plan.working);
   double grad_norm = 0, divisor = 1;
   if (!begin_update(check, plan, scaling, lr, grad_norm, divisor)) return;
   loom_optimizer::lamb_passes(blocks_on_threads(threads_, plan.total), plan.segments, plan.blocks,
                               {floats(params), floats(grads), floats(exp_avg), floats(exp_avg_sq)}, constants,
                               loom_optimizer::gradient_multiplier(scaling.grad_scale, divisor), lr,
-                              plan.lamb);
+                              plan.lamb, working_copy_writer(plan, params));
 }
 
 void CpuBackend::sgd_step(loom::OptimizerPlan& plan_ref, const loom::Tensor& params,
@@ -141,22 +152,25 @@ void CpuBackend::sgd_step(loom::OptimizerPlan& plan_ref, const loom::Tensor& par
                           double lr) {
   const auto check = checks("sgd_step");
   CpuOptimizerPlan& plan = cpu_plan(plan_ref);
-  check_flat_buffer(check, "params", params, plan.total);
-  check_flat_buffer(check, "grads", grads, plan.total);
+  loom_backend::check_sgd_buffers(check, plan.total, params, grads, momentum_buffer, plan.working);
   const bool momentum = momentum_buffer.defined();
-  if (momentum) check_flat_buffer(check, "momentum_buffer", momentum_buffer, plan.total);
-  loom_backend::check_disjoint(check,
-                               {{"params", params}, {"grads", grads}, {"momentum_buffer", momentum_buffer}});
   double grad_norm = 0, divisor = 1;
   if (!begin_update(check, plan, scaling, lr, grad_norm, divisor)) return;
   loom_optimizer::sgd_pass<false>(blocks_on_threads(threads_, plan.total), plan.segments, plan.blocks,
                                   floats(params), floats(grads), momentum ? floats(momentum_buffer) : nullptr,
                                   constants, loom_optimizer::gradient_multiplier(scaling.grad_scale, divisor),
-                                  static_cast<float>(lr), plan.grad_sums);
+                                  static_cast<float>(lr), plan.grad_sums, working_copy_writer(plan, params));
 }
 
 loom::OptimizerStepReport CpuBackend::read_report(const loom::OptimizerPlan& plan) {
   return static_cast<const CpuOptimizerPlan&>(plan).report;
+}
+
+void CpuBackend::set_working_copy(loom::OptimizerPlan& plan_ref, const loom::Tensor& working) {
+  const auto check = checks("set_working_copy");
+  CpuOptimizerPlan& plan = cpu_plan(plan_ref);
+  loom_backend::check_working_copy(check, working, plan.total);
+  plan.working = working.defined() ? working : loom::Tensor{};
 }
 
 }  // namespace loom_cpu

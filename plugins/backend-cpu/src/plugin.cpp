@@ -1,6 +1,7 @@
 // The backend-cpu plugin: component backend/cpu, offering fused attention, its device description,
-// the optimizer passes, the fused residual LayerNorm, the linear layer with its bias, bias + GELU
-// backward with its 16-bit copy, per-op timing and its memory usage.
+// the optimizer passes (which also write the 16-bit working copy), the fused residual LayerNorm,
+// the linear layer with its bias, bias + GELU backward with its 16-bit copy, per-op timing and its
+// memory usage.
 #include "loom/sdk/plugin.hpp"
 
 #include "cpu_backend.hpp"
@@ -9,5 +10,5 @@ LOOM_PLUGIN("backend-cpu", "0.1.0", "Compute backend on the host CPU (oneDNN GEM
             loom::component<loom::Backend, loom_cpu::CpuBackend>(
                 "cpu", "0.3.0", "fp32 + bf16/f16 ops on the CPU, reference fused attention; threads option",
                 loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps,
-                              loom::ResidualLayerNorm, loom::LinearBias, loom::BiasGeluBackwardCopy,
-                              loom::OpProfiler, loom::MemoryUsage>{}))
+                              loom::OptimizerWorkingCopy, loom::ResidualLayerNorm, loom::LinearBias,
+                              loom::BiasGeluBackwardCopy, loom::OpProfiler, loom::MemoryUsage>{}))

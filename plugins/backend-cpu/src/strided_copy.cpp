@@ -96,9 +96,7 @@ void CpuBackend::cast(const loom::Tensor& src, const loom::Tensor& dst) {
 #pragma omp parallel for num_threads(threads_) schedule(static) if (chunks > 1)
         for (int64_t chunk = 0; chunk < chunks; ++chunk) {
           const int64_t begin = chunk * kParallelMinElements;
-          const int64_t end = begin + kParallelMinElements < n ? begin + kParallelMinElements : n;
-#pragma omp simd
-          for (int64_t i = begin; i < end; ++i) store(d, i, load(s, i));
+          convert_range(s, d, begin, begin + kParallelMinElements < n ? begin + kParallelMinElements : n);
         }
       });
 }

@@ -33,6 +33,7 @@
 #include "loom/sdk/ops/memory_usage.hpp"
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
+#include "loom/sdk/ops/optimizer_working_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/ops/transfer_counts.hpp"
 #include "loom_backend/argument_checks.hpp"
@@ -56,6 +57,7 @@ class CudaBackend final : public loom::Backend,
                           public loom::FusedAttention,
                           public loom::DeviceDescription,
                           public loom::OptimizerSteps,
+                          public loom::OptimizerWorkingCopy,
                           public loom::ResidualLayerNorm,
                           public loom::LinearBias,
                           public loom::BiasGeluBackwardCopy,
@@ -192,6 +194,9 @@ class CudaBackend final : public loom::Backend,
                 const loom::Tensor& momentum_buffer, const loom::GradientScaling& scaling,
                 const loom::SgdConstants& constants, double lr) override;
   loom::OptimizerStepReport read_report(const loom::OptimizerPlan& plan) override;
+  // OptimizerWorkingCopy (named interface; optimizer_steps.cu): the update kernels store each
+  // final weight's bf16/f16 value as well.
+  void set_working_copy(loom::OptimizerPlan& plan, const loom::Tensor& working) override;
 
   /// TransferCounter: every time the host waited for this GPU — copy_to_host, synchronize, the
   /// sync_check waits (synchronizations) and a reuse of the staging area whose upload may still be

@@ -14,6 +14,11 @@
 // device Σ g² (a few f64 operations per thread), so the host never waits between passes, and
 // returns at once when Σ g² is not finite (the step then changes nothing).
 //
+// With a working copy set on the plan (OptimizerWorkingCopy), the kernel that writes an element's
+// final weight of the step — adamw_update, sgd_update, lamb_stage2 on trust-ratio segments,
+// lamb_stage1 on the others — stores its bf16/f16 value too, rounded by float_storage.cuh's
+// from_float as the cast kernels round it, so the step needs no cast pass over the whole buffer.
+//
 // Numerics: the per-element arithmetic uses round-to-nearest intrinsics (__fmul_rn, __fadd_rn,
 // __fdiv_rn, __fsqrt_rn), which nvcc never fuses, so it is the f32 arithmetic of the host
 // optimizers operation for operation; the f64 scalars are IEEE as well. Reductions follow fixed
@@ -25,6 +30,7 @@
 
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
+#include "float_storage.cuh"
 #include "loom_backend/optimizer_contract.hpp"
 #include "loom_optimizer/work_blocks.hpp"
 #include "warp_reductions.cuh"
@@ -50,6 +56,12 @@ struct StepScalars {
   double clip_divisor;      // c of the last update
 };
 
+/// The 16-bit working copy the update kernels write: data null when the plan has none.
+struct WorkingCopy {
+  void* data;
+  loom::DType dtype;  // bf16 or f16
+};
+
 /// Device pointers of a plan's tables and scratch.
 struct PlanView {
   const DeviceBlock* blocks;
@@ -61,6 +73,7 @@ struct PlanView {
   float* step_sizes;                   // [segments]
   StepScalars* scalars;
   int64_t block_count;  // an update launched over no block still runs one CUDA block to record N, c
+  WorkingCopy working;  // set_working_copy's (none: data null)
 };
 
 // ---- the step's scalars, derived on the device --------------------------------------------------
@@ -124,6 +137,16 @@ __device__ __forceinline__ float update_direction(float m, float v, float w, con
   return __fadd_rn(__fdiv_rn(__fdiv_rn(m, c.bias_correction1), denominator), __fmul_rn(c.weight_decay, w));
 }
 
+/// Element i's final weight w of the step, stored in the working copy when there is one (the bits
+/// of Backend::cast).
+__device__ __forceinline__ void write_working_copy(const WorkingCopy& copy, int64_t i, float w) {
+  if (copy.data == nullptr) return;
+  if (copy.dtype == loom::DType::bf16)
+    store(static_cast<loom::BFloat16*>(copy.data), i, w);
+  else
+    store(static_cast<loom::Half*>(copy.data), i, w);
+}
+
 // ---- gradient_norm ------------------------------------------------------------------------------
 
 __global__ void block_grad_squares_kernel(const float* g, PlanView plan) {
@@ -172,7 +195,9 @@ __global__ void adamw_update_kernel(AdamBuffers b, PlanView plan, loom::Gradient
     update_moments(b.g[i], m, v, c);
     b.m[i] = m;
     b.v[i] = v;
-    b.w[i] = __fsub_rn(b.w[i], __fmul_rn(lr, update_direction(m, v, b.w[i], c)));
+    const float w = __fsub_rn(b.w[i], __fmul_rn(lr, update_direction(m, v, b.w[i], c)));
+    b.w[i] = w;
+    write_working_copy(plan.working, i, w);
   }
 }
 
@@ -195,7 +220,9 @@ __global__ void lamb_stage1_kernel(AdamBuffers b, PlanView plan, loom::GradientS
       update_moments(b.g[i], m, v, c);
       b.m[i] = m;
       b.v[i] = v;
-      b.w[i] = __fsub_rn(b.w[i], __fmul_rn(lr, update_direction(m, v, b.w[i], c)));
+      const float w = __fsub_rn(b.w[i], __fmul_rn(lr, update_direction(m, v, b.w[i], c)));
+      b.w[i] = w;
+      write_working_copy(plan.working, i, w);
     }
     if (threadIdx.x == 0) plan.weight_partial[blockIdx.x] = plan.update_partial[blockIdx.x] = 0.0;
     return;
@@ -245,8 +272,11 @@ __global__ void lamb_stage2_kernel(AdamBuffers b, PlanView plan, loom::GradientS
   const AdamElement c = adam_element(constants, s.grad_mul, segment.weight_decay);
   const float r = plan.step_sizes[block.segment];
 #pragma unroll 4
-  for (int64_t i = block.begin + threadIdx.x; i < block.end; i += blockDim.x)
-    b.w[i] = __fsub_rn(b.w[i], __fmul_rn(r, update_direction(b.m[i], b.v[i], b.w[i], c)));
+  for (int64_t i = block.begin + threadIdx.x; i < block.end; i += blockDim.x) {
+    const float w = __fsub_rn(b.w[i], __fmul_rn(r, update_direction(b.m[i], b.v[i], b.w[i], c)));
+    b.w[i] = w;
+    write_working_copy(plan.working, i, w);
+  }
 }
 
 // ---- SGD ----------------------------------------------------------------------------------------
@@ -269,7 +299,9 @@ __global__ void sgd_update_kernel(float* w, const float* g, float* buffer, PlanV
       buffer[i] = b;
       d = kNesterov ? __fadd_rn(d, __fmul_rn(constants.momentum, b)) : b;
     }
-    w[i] = __fsub_rn(w[i], __fmul_rn(lr, d));
+    const float updated = __fsub_rn(w[i], __fmul_rn(lr, d));
+    w[i] = updated;
+    write_working_copy(plan.working, i, updated);
   }
 }
 
@@ -328,7 +360,8 @@ class CudaOptimizerPlan final : public loom::OptimizerPlan {
             partials + 2 * n_blocks,
             reinterpret_cast<float*>(base + at_steps),
             reinterpret_cast<StepScalars*>(base + at_scalars),
-            block_count};
+            block_count,
+            {nullptr, loom::DType::bf16}};
   }
 
   size_t total_elements;
@@ -337,6 +370,7 @@ class CudaOptimizerPlan final : public loom::OptimizerPlan {
   loom::Buffer area;
   PlanView view{};
   bool norm_pending = false;  // a gradient_norm no update has used yet
+  loom::Tensor working;       // the working copy (view.working's tensor), for the alias checks
 };
 
 namespace {
@@ -360,17 +394,6 @@ void begin_update(const loom_backend::ArgumentChecks& check, CudaOptimizerPlan& 
   loom_backend::check_update_scalars(check, scaling, lr);
   check.require(plan.norm_pending, "no gradient_norm of these gradients since the last update");
   plan.norm_pending = false;
-}
-
-void check_adam_buffers(const loom_backend::ArgumentChecks& check, const CudaOptimizerPlan& plan,
-                        const loom::Tensor& params, const loom::Tensor& grads, const loom::Tensor& exp_avg,
-                        const loom::Tensor& exp_avg_sq) {
-  loom_backend::check_flat_buffer(check, "params", params, plan.total_elements);
-  loom_backend::check_flat_buffer(check, "grads", grads, plan.total_elements);
-  loom_backend::check_flat_buffer(check, "exp_avg", exp_avg, plan.total_elements);
-  loom_backend::check_flat_buffer(check, "exp_avg_sq", exp_avg_sq, plan.total_elements);
-  loom_backend::check_disjoint(
-      check, {{"params", params}, {"grads", grads}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}});
 }
 
 }  // namespace
@@ -408,7 +431,8 @@ void CudaBackend::adamw_step(loom::OptimizerPlan& plan_ref, const loom::Tensor& 
                              const loom::AdamConstants& constants, double lr) {
   const auto check = checks("adamw_step");
   CudaOptimizerPlan& plan = cuda_plan(plan_ref);
-  check_adam_buffers(check, plan, params, grads, exp_avg, exp_avg_sq);
+  loom_backend::check_adam_buffers(check, plan.total_elements, params, grads, exp_avg, exp_avg_sq,
+                                   plan.working);
   begin_update(check, plan, scaling, lr);
   const AdamBuffers buffers{floats(params), floats(grads), floats(exp_avg), floats(exp_avg_sq)};
   adamw_update_kernel<<<update_blocks(plan), kThreads, 0, stream_>>>(buffers, plan.view, scaling, constants,
@@ -422,7 +446,8 @@ void CudaBackend::lamb_step(loom::OptimizerPlan& plan_ref, const loom::Tensor& p
                             const loom::AdamConstants& constants, double lr) {
   const auto check = checks("lamb_step");
   CudaOptimizerPlan& plan = cuda_plan(plan_ref);
-  check_adam_buffers(check, plan, params, grads, exp_avg, exp_avg_sq);
+  loom_backend::check_adam_buffers(check, plan.total_elements, params, grads, exp_avg, exp_avg_sq,
+                                   plan.working);
   begin_update(check, plan, scaling, lr);
   const AdamBuffers buffers{floats(params), floats(grads), floats(exp_avg), floats(exp_avg_sq)};
   lamb_stage1_kernel<<<update_blocks(plan), kThreads, 0, stream_>>>(buffers, plan.view, scaling, constants,
@@ -445,13 +470,8 @@ void CudaBackend::sgd_step(loom::OptimizerPlan& plan_ref, const loom::Tensor& pa
                            double lr) {
   const auto check = checks("sgd_step");
   CudaOptimizerPlan& plan = cuda_plan(plan_ref);
-  loom_backend::check_flat_buffer(check, "params", params, plan.total_elements);
-  loom_backend::check_flat_buffer(check, "grads", grads, plan.total_elements);
+  loom_backend::check_sgd_buffers(check, plan.total_elements, params, grads, momentum_buffer, plan.working);
   const bool momentum = momentum_buffer.defined();
-  if (momentum)
-    loom_backend::check_flat_buffer(check, "momentum_buffer", momentum_buffer, plan.total_elements);
-  loom_backend::check_disjoint(check,
-                               {{"params", params}, {"grads", grads}, {"momentum_buffer", momentum_buffer}});
   begin_update(check, plan, scaling, lr);
   float* w = floats(params);
   const float* g = floats(grads);
@@ -468,6 +488,14 @@ void CudaBackend::sgd_step(loom::OptimizerPlan& plan_ref, const loom::Tensor& pa
     sgd_update_kernel<true, false>
         <<<blocks, kThreads, 0, stream_>>>(w, g, buffer, plan.view, scaling, constants, f32_lr);
   check_launch("sgd_step");
+}
+
+void CudaBackend::set_working_copy(loom::OptimizerPlan& plan_ref, const loom::Tensor& working) {
+  const auto check = checks("set_working_copy");
+  CudaOptimizerPlan& plan = cuda_plan(plan_ref);
+  loom_backend::check_working_copy(check, working, plan.total_elements);
+  plan.working = working.defined() ? working : loom::Tensor{};
+  plan.view.working = {plan.working.data, working.defined() ? working.dtype : loom::DType::bf16};
 }
 
 loom::OptimizerStepReport CudaBackend::read_report(const loom::OptimizerPlan& plan_ref) {

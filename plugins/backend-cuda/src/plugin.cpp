@@ -1,7 +1,7 @@
 // The backend-cuda plugin: component backend/cuda, offering fused attention, its device description,
-// the optimizer passes, the fused residual + LayerNorm, the linear layer with its bias in the GEMM's
-// epilogue, bias + GELU backward with its 16-bit copy, the count of the host's waits for the device,
-// per-op timing and its memory usage.
+// the optimizer passes (which also write the 16-bit working copy), the fused residual + LayerNorm,
+// the linear layer with its bias in the GEMM's epilogue, bias + GELU backward with its 16-bit copy,
+// the count of the host's waits for the device, per-op timing and its memory usage.
 #include "loom/sdk/plugin.hpp"
 
 #include "cuda_backend.hpp"
@@ -13,5 +13,6 @@ LOOM_PLUGIN(
         "f32 + bf16/f16 ops and fused attention on one GPU; options device, tf32, sync_check, "
         "tensor_core_attention",
         loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps,
-                     loom::ResidualLayerNorm, loom::LinearBias, loom::BiasGeluBackwardCopy,
-                     loom::TransferCounter, loom::OpProfiler, loom::MemoryUsage>{}))
+                     loom::OptimizerWorkingCopy, loom::ResidualLayerNorm, loom::LinearBias,
+                     loom::BiasGeluBackwardCopy, loom::TransferCounter, loom::OpProfiler,
+                     loom::MemoryUsage>{}))

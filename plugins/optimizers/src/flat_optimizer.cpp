@@ -169,6 +169,11 @@ loom::OptimizerStepResult FlatOptimizer::read_last_result() {
   return {report.grad_norm, report.clip_divisor, steps_};
 }
 
+void FlatOptimizer::write_working_copy(loom::OptimizerWorkingCopy& copy, const loom::Tensor& working) {
+  if (backend_ == nullptr) throw loom::Error("write_working_copy() before attach()");
+  copy.set_working_copy(*plan_, working);
+}
+
 loom::BackendStateTensor FlatOptimizer::backend_state(size_t index) {
   if (backend_ == nullptr) throw loom::Error("backend_state() before attach()");
   if (index >= backend_views_.size())

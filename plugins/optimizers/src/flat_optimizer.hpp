@@ -2,7 +2,8 @@
 // takes (lr, weight_decay, no_decay, max_grad_norm, threads), the segment table and the work
 // blocks of its passes (plugins/optimizer-passes), the named state tensors, the successful-step
 // counter and the deterministic norms — and the backend path (BackendOptimizer): after attach()
-// the state lives in backend memory and steps run as the backend's OptimizerSteps passes.
+// the state lives in backend memory and steps run as the backend's OptimizerSteps passes, which
+// also write the 16-bit working copy when the host hands one (BackendOptimizerWorkingCopy).
 // Subclasses add their update, once for host buffers (step) and once for the backend
 // (step_on_backend), both from the same passes.
 #pragma once
@@ -30,7 +31,9 @@ struct SharedDefaults {
   double max_grad_norm;
 };
 
-class FlatOptimizer : public loom::Optimizer, public loom::BackendOptimizer {
+class FlatOptimizer : public loom::Optimizer,
+                      public loom::BackendOptimizer,
+                      public loom::BackendOptimizerWorkingCopy {
  public:
   FlatOptimizer(loom::ComponentContext& context, const SharedDefaults& defaults,
                 std::vector<const char*> state_names);
@@ -53,6 +56,8 @@ class FlatOptimizer : public loom::Optimizer, public loom::BackendOptimizer {
   void inspect_gradients(const loom::Tensor& grads, const loom::Tensor& nonfinite_flag) override;
   loom::OptimizerStepResult read_last_result() override;
   loom::BackendStateTensor backend_state(size_t index) override;
+  // BackendOptimizerWorkingCopy: the copy goes to the plan, whose passes write it.
+  void write_working_copy(loom::OptimizerWorkingCopy& copy, const loom::Tensor& working) override;
 
  protected:
   /// Throws unless `setup()` ran, the optimizer is on the host and the step's inputs are usable.

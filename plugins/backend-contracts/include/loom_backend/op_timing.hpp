@@ -59,6 +59,7 @@ inline loom::OpFamily op_family(const char* op) {
       {"embedding_scatter_add", F::embedding},
       {"cross_entropy", F::loss},
       {"create_plan", F::optimizer},
+      {"set_working_copy", F::optimizer},
       {"gradient_norm", F::optimizer},
       {"adamw_step", F::optimizer},
       {"lamb_step", F::optimizer},

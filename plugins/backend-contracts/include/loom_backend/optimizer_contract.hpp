@@ -1,6 +1,7 @@
-// The argument contract of the OptimizerSteps family (loom/sdk/ops/optimizer_steps.hpp), shared by
-// every backend that offers it: the segment table a plan is made from and the views each pass
-// gets, checked before any memory is touched, with messages naming the op and the argument.
+// The argument contract of the OptimizerSteps family (loom/sdk/ops/optimizer_steps.hpp) and its
+// working copy (ops/optimizer_working_copy.hpp), shared by every backend that offers them: the
+// segment table a plan is made from and the views each pass gets, checked before any memory is
+// touched, with messages naming the op and the argument.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "loom/sdk/ops/optimizer_steps.hpp"
+#include "loom/sdk/ops/optimizer_working_copy.hpp"
 #include "loom_backend/argument_checks.hpp"
 
 namespace loom_backend {
@@ -52,13 +54,22 @@ inline std::vector<loom::OptimizerSegment> checked_optimizer_segments(const Argu
   return table;
 }
 
-/// A flat buffer of a pass: f32 [total_elements], contiguous, in this backend's memory.
+/// A flat buffer of a pass: f32 (or one of `dtypes`) [total_elements], contiguous, in this
+/// backend's memory.
 inline void check_flat_buffer(const ArgumentChecks& check, const char* name, const loom::Tensor& t,
-                              size_t total_elements) {
-  check.tensor(name, t, {loom::DType::f32});
+                              size_t total_elements,
+                              std::initializer_list<loom::DType> dtypes = {loom::DType::f32}) {
+  check.tensor(name, t, dtypes);
   check.require(t.numel() == static_cast<int64_t>(total_elements),
                 std::string(name) + " " + t.describe() + " must hold the plan's " +
                     std::to_string(total_elements) + " elements");
+}
+
+/// set_working_copy's copy (OptimizerWorkingCopy): bf16 or f16 [total_elements], contiguous, in
+/// this backend's memory; an undefined tensor (no copy) passes.
+inline void check_working_copy(const ArgumentChecks& check, const loom::Tensor& working, size_t total_elements) {
+  if (working.defined())
+    check_flat_buffer(check, "working", working, total_elements, {loom::DType::bf16, loom::DType::f16});
 }
 
 /// The buffers of one update (absent ones skipped) occupy disjoint memory: the passes read and
@@ -73,6 +84,33 @@ inline void check_disjoint(const ArgumentChecks& check,
       const bool apart = a_begin + a->second.nbytes() <= b_begin || b_begin + b->second.nbytes() <= a_begin;
       check.require(apart, std::string(a->first) + " and " + b->first + " overlap");
     }
+}
+
+/// The buffers of adamw_step and lamb_step: flat, and disjoint from each other and from the plan's
+/// working copy (undefined when it has none).
+inline void check_adam_buffers(const ArgumentChecks& check, size_t total_elements, const loom::Tensor& params,
+                               const loom::Tensor& grads, const loom::Tensor& exp_avg,
+                               const loom::Tensor& exp_avg_sq, const loom::Tensor& working) {
+  check_flat_buffer(check, "params", params, total_elements);
+  check_flat_buffer(check, "grads", grads, total_elements);
+  check_flat_buffer(check, "exp_avg", exp_avg, total_elements);
+  check_flat_buffer(check, "exp_avg_sq", exp_avg_sq, total_elements);
+  check_disjoint(check, {{"params", params},
+                         {"grads", grads},
+                         {"exp_avg", exp_avg},
+                         {"exp_avg_sq", exp_avg_sq},
+                         {"working", working}});
+}
+
+/// The buffers of sgd_step: the same, the momentum buffer absent for SGD without momentum.
+inline void check_sgd_buffers(const ArgumentChecks& check, size_t total_elements, const loom::Tensor& params,
+                              const loom::Tensor& grads, const loom::Tensor& momentum_buffer,
+                              const loom::Tensor& working) {
+  check_flat_buffer(check, "params", params, total_elements);
+  check_flat_buffer(check, "grads", grads, total_elements);
+  if (momentum_buffer.defined()) check_flat_buffer(check, "momentum_buffer", momentum_buffer, total_elements);
+  check_disjoint(check,
+                 {{"params", params}, {"grads", grads}, {"momentum_buffer", momentum_buffer}, {"working", working}});
 }
 
 /// The non-finite flag of gradient_norm: i32 [1].

@@ -7,7 +7,9 @@
 //          r = f32(lr·‖w‖/‖u‖) when it uses a trust ratio and both norms are nonzero, else f32(lr);
 //          stage 2 recomputes u from the new moments and sets w = w − r·u. A segment without trust
 //          ratio is finished in stage 1 with w = w − f32(lr)·u.
-// Gradients are never written. Blocks run through the caller's for_each_block (work_blocks.hpp).
+// Gradients are never written. Blocks run through the caller's for_each_block (work_blocks.hpp);
+// the caller's weights_final hook runs after the last write of each block's weights: AdamW's one
+// pass, LAMB's stage 2 for trust-ratio segments and stage 1 for the others.
 #pragma once
 
 #include <cmath>
@@ -100,17 +102,18 @@ template <bool kSumGradients>
 
 /// AdamW over every block. With kSumGradients, block_sums[b] = Σ g² of block b and the return
 /// value is their total in block order (the global norm comes out of the update pass); else 0.
-template <bool kSumGradients, typename ForEachBlock>
+template <bool kSumGradients, typename ForEachBlock, typename WeightsFinal = NoWeightsFinalHook>
 double adamw_pass(const ForEachBlock& for_each_block, const std::vector<loom::OptimizerSegment>& segments,
                   const std::vector<WorkBlock>& blocks, const AdamBuffers& buffers,
                   const loom::AdamConstants& constants, float grad_mul, float lr,
-                  std::vector<double>& block_sums) {
+                  std::vector<double>& block_sums, const WeightsFinal& weights_final = {}) {
   for_each_block(blocks.size(), [&](size_t i) {
     const WorkBlock& block = blocks[i];
     const AdamBlockConstants c = block_constants(constants, grad_mul, segments[block.segment].weight_decay);
     const size_t at = block.begin;
     const double sum = adamw_block<kSumGradients>(buffers.g + at, buffers.m + at, buffers.v + at,
                                                   buffers.w + at, block.end - at, c, lr);
+    weights_final(block.begin, block.end);
     if constexpr (kSumGradients)
       block_sums[i] = sum;
     else
@@ -184,10 +187,11 @@ inline float lamb_step_size(bool trust_ratio, double weight_sum_squares, double 
 }
 
 /// The whole LAMB update (stage 1, step sizes, stage 2); `scratch` sized for blocks and segments.
-template <typename ForEachBlock>
+template <typename ForEachBlock, typename WeightsFinal = NoWeightsFinalHook>
 void lamb_passes(const ForEachBlock& for_each_block, const std::vector<loom::OptimizerSegment>& segments,
                  const std::vector<WorkBlock>& blocks, const AdamBuffers& buffers,
-                 const loom::AdamConstants& constants, float grad_mul, double lr, LambScratch& scratch) {
+                 const loom::AdamConstants& constants, float grad_mul, double lr, LambScratch& scratch,
+                 const WeightsFinal& weights_final = {}) {
   const float plain_lr = static_cast<float>(lr);
   for_each_block(blocks.size(), [&](size_t i) {
     const WorkBlock& block = blocks[i];
@@ -201,6 +205,7 @@ void lamb_passes(const ForEachBlock& for_each_block, const std::vector<loom::Opt
     } else {
       lamb_moments_and_weights_block(buffers.g + at, buffers.m + at, buffers.v + at, buffers.w + at, n, c,
                                      plain_lr);
+      weights_final(block.begin, block.end);
       scratch.weight_sums[i] = scratch.update_sums[i] = 0.0;
     }
   });
@@ -217,6 +222,7 @@ void lamb_passes(const ForEachBlock& for_each_block, const std::vector<loom::Opt
     const size_t at = block.begin;
     lamb_trust_ratio_block(buffers.m + at, buffers.v + at, buffers.w + at, block.end - at, c,
                            scratch.step_sizes[block.segment]);
+    weights_final(block.begin, block.end);
   });
 }
 

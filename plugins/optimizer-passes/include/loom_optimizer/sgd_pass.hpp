@@ -3,7 +3,8 @@
 //   with momentum μ > 0: b = d on the first step, else b = μ·b + keep·d (keep = 1 − dampening);
 //                        d = d + μ·b (Nesterov) or d = b
 //   w = w − lr·d
-// Gradients are never written. Blocks run through the caller's for_each_block (work_blocks.hpp).
+// Gradients are never written. Blocks run through the caller's for_each_block (work_blocks.hpp);
+// the caller's weights_final hook runs after each block's update.
 #pragma once
 
 #include <vector>
@@ -50,11 +51,11 @@ template <bool kMomentum, bool kNesterov, bool kSumGradients>
 
 /// SGD over every block (`buffer` null without momentum). With kSumGradients, block_sums[b] =
 /// Σ g² of block b and the return value is their total in block order; else 0.
-template <bool kSumGradients, typename ForEachBlock>
+template <bool kSumGradients, typename ForEachBlock, typename WeightsFinal = NoWeightsFinalHook>
 double sgd_pass(const ForEachBlock& for_each_block, const std::vector<loom::OptimizerSegment>& segments,
                 const std::vector<WorkBlock>& blocks, float* w, const float* g, float* buffer,
                 const loom::SgdConstants& constants, float grad_mul, float lr,
-                std::vector<double>& block_sums) {
+                std::vector<double>& block_sums, const WeightsFinal& weights_final = {}) {
   const bool first = constants.first_step != 0;
   const bool momentum = buffer != nullptr;  // the optimizer has a buffer only with momentum
   for_each_block(blocks.size(), [&](size_t i) {
@@ -67,6 +68,7 @@ double sgd_pass(const ForEachBlock& for_each_block, const std::vector<loom::Opti
                        : constants.nesterov != 0
                            ? sgd_block<true, true, kSumGradients>(g + at, buf, w + at, n, c, first)
                            : sgd_block<true, false, kSumGradients>(g + at, buf, w + at, n, c, first);
+    weights_final(block.begin, block.end);
     if constexpr (kSumGradients)
       block_sums[i] = sum;
     else

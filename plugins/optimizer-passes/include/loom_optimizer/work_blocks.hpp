@@ -42,6 +42,14 @@ inline std::vector<WorkBlock> cut_into_blocks(const std::vector<loom::OptimizerS
   return blocks;
 }
 
+/// What a pass calls, on the block's thread, once the weights of a block are final for the step:
+/// `weights_final(begin, end)` over its flat elements [begin, end). The host optimizers pass
+/// nothing; backend/cpu writes those elements' 16-bit working copy while they are still in cache
+/// (docs/decisions/optimizer-working-copy.md).
+struct NoWeightsFinalHook {
+  void operator()(size_t, size_t) const {}
+};
+
 /// Σ of per-block partial sums in block order (the global sum of a reduction).
 inline double total_in_block_order(const std::vector<double>& block_sums) {
   double total = 0.0;

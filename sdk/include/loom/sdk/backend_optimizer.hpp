@@ -9,12 +9,18 @@
 // counter, the options and the schedule's inputs stay on the host (Optimizer's methods keep
 // working); the state tensors move to the backend at attach(), so Optimizer::state_tensor() and
 // Optimizer::step() throw from then on — checkpoints read backend_state() through host copies.
+//
+// BackendOptimizerWorkingCopy, a second named interface beside it, lets the host hand the 16-bit
+// working copy of the weights to the optimizer's plan, so that the update passes write it
+// (ops/optimizer_working_copy.hpp) instead of the host casting the master weights after each step
+// (docs/decisions/optimizer-working-copy.md). An optimizer without it runs as before.
 #pragma once
 
 #include <cstddef>
 
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
+#include "loom/sdk/ops/optimizer_working_copy.hpp"
 #include "loom/sdk/optimizer.hpp"
 #include "loom/sdk/tensor.hpp"
 #include "loom/sdk/version.hpp"
@@ -58,6 +64,22 @@ class BackendOptimizer {
 
  protected:
   ~BackendOptimizer() = default;
+};
+
+class BackendOptimizerWorkingCopy {
+ public:
+  static constexpr const char* kInterfaceName = "loom.optimizer.backend_working_copy";
+  static constexpr uint32_t kInterfaceVersion = 1;
+
+  /// After BackendOptimizer::attach(): sets `working` (bf16 or f16 [total_elements], contiguous, on
+  /// the attached backend) as the working copy of the optimizer's plan through `copy`, the attached
+  /// backend's OptimizerWorkingCopy, so that every later step_on_backend also writes the new
+  /// weights' 16-bit values there, the bits Backend::cast of the master weights gives, for every
+  /// element the update reads. An undefined tensor stops it. Throws before attach().
+  virtual void write_working_copy(OptimizerWorkingCopy& copy, const Tensor& working) = 0;
+
+ protected:
+  ~BackendOptimizerWorkingCopy() = default;
 };
 
 LOOM_SDK_NAMESPACE_END

@@ -23,7 +23,8 @@
 //   embedding           embedding_gather, embedding_scatter_add
 //   loss                cross_entropy
 //   optimizer           OptimizerSteps' passes (gradient_norm, adamw_step, lamb_step, sgd_step,
-//                       create_plan), sum_squares, global_norm, check_finite
+//                       create_plan), OptimizerWorkingCopy's set_working_copy, sum_squares,
+//                       global_norm, check_finite
 //   upload              copy_from_host
 //   download            copy_to_host
 //   other               anything else a backend times
