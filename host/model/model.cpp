@@ -192,9 +192,13 @@ void Model::initialize(uint64_t seed) {
 
 void Model::refresh_compute_weights() {
   if (compute_dtype_ == loom::DType::f32) return;
-  const loom::Tensor working = loom::Tensor::contiguous(
-      compute_.data(), compute_dtype_, {static_cast<int64_t>(table_.total_elements())}, backend_.device());
-  backend_.cast(master(), working);
+  backend_.cast(master(), working_weights());
+}
+
+loom::Tensor Model::working_weights() const {
+  if (compute_dtype_ == loom::DType::f32) return {};
+  return loom::Tensor::contiguous(compute_.data(), compute_dtype_, {static_cast<int64_t>(table_.total_elements())},
+                                  backend_.device());
 }
 
 void Model::zero_grads() {

@@ -71,9 +71,13 @@ class Model {
 
   /// Sets every parameter to its initial value (parameter_init.hpp) and refreshes working weights.
   void initialize(uint64_t seed);
-  /// Casts the master weights into the bf16 working copy (once per step, after the optimizer);
-  /// nothing in f32 compute.
+  /// Casts the master weights into the bf16 working copy (after the master weights are set, and
+  /// once per step after the optimizer unless its passes write the copy themselves); nothing in
+  /// f32 compute.
   void refresh_compute_weights();
+  /// The flat working copy, compute dtype [total_elements] on the backend (the master layout);
+  /// undefined in f32 compute, where the blocks compute from the master weights.
+  loom::Tensor working_weights() const;
   /// Zeroes the flat gradient buffer.
   void zero_grads();
 

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "loom/sdk/ops/optimizer_steps.hpp"
+#include "loom/sdk/ops/optimizer_working_copy.hpp"
 #include "model/host_mirror.hpp"
 
 namespace loom::host {
@@ -49,14 +50,17 @@ std::unique_ptr<BackendUpdate> BackendUpdate::attach_if_offered(RunComponents& c
       "optimizer step on the backend ({}): no gradient or weight crosses to the host; each step reads "
       "one non-finite flag",
       components.backend.name());
-  return std::make_unique<BackendUpdate>(components, std::move(buffers), *optimizer, *precision);
+  auto update = std::make_unique<BackendUpdate>(components, std::move(buffers), *optimizer, *precision);
+  update->hand_working_copy_to_passes();
+  return update;
 }
 
 std::unique_ptr<BackendUpdate> BackendUpdate::attach_if_offered(RunComponents& components, Model& model,
                                                                 int world) {
-  return attach_if_offered(
-      components,
-      {model.backend(), model.master(), model.grads(), [&model] { model.refresh_compute_weights(); }}, world);
+  return attach_if_offered(components,
+                           {model.backend(), model.master(), model.grads(),
+                            [&model] { model.refresh_compute_weights(); }, model.working_weights()},
+                           world);
 }
 
 BackendUpdate::BackendUpdate(RunComponents& components, UpdatedBuffers buffers,
@@ -74,10 +78,27 @@ loom::PrecisionDecision BackendUpdate::decide() {
       [&](loom::Precision&) { return precision_->after_backward_from_flag(buffers_.backend, flag); });
 }
 
+void BackendUpdate::hand_working_copy_to_passes() {
+  if (!buffers_.working.defined()) return;  // f32 compute: no copy
+  loom::OptimizerWorkingCopy* copy = components_.backend.find<loom::OptimizerWorkingCopy>();
+  auto* optimizer = components_.optimizer.find<loom::BackendOptimizerWorkingCopy>();
+  const std::string missing = copy == nullptr ? components_.backend.name() + " offers no OptimizerWorkingCopy"
+                              : optimizer == nullptr
+                                  ? components_.optimizer.name() + " offers no BackendOptimizerWorkingCopy"
+                                  : "";
+  if (!missing.empty()) {
+    spdlog::info("working copy cast after each update: {}", missing);
+    return;
+  }
+  components_.optimizer.call([&](loom::Optimizer&) { optimizer->write_working_copy(*copy, buffers_.working); });
+  passes_write_working_copy_ = true;
+  spdlog::info("working copy written by the optimizer's passes: no cast after an update");
+}
+
 void BackendUpdate::update(const loom::OptimizerStepArgs& args) {
   components_.optimizer.call(
       [&](loom::Optimizer&) { optimizer_->step_on_backend(buffers_.master, buffers_.grads, args); });
-  if (buffers_.refresh_working_copy) buffers_.refresh_working_copy();
+  if (!passes_write_working_copy_ && buffers_.refresh_working_copy) buffers_.refresh_working_copy();
 }
 
 double BackendUpdate::last_grad_norm() {

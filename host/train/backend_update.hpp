@@ -5,7 +5,9 @@
 //              the precision policy's decision from that flag — one 4-byte read, on a GPU the
 //              step's one synchronisation
 //   update():  the optimizer's passes over the master weights, its state and the gradients, all
-//              in backend memory, then the working (compute-dtype) copy cast by a backend op
+//              in backend memory; they write the working (compute-dtype) copy as well where the
+//              backend offers OptimizerWorkingCopy and the optimizer BackendOptimizerWorkingCopy,
+//              else a backend op casts it after them (docs/decisions/optimizer-working-copy.md)
 //
 // so no gradient or weight crosses to the host; the host keeps the counter, the schedule and the
 // loss scale. Host mirrors (host_mirror.hpp) serve only checkpoints, evaluation and the start of a
@@ -28,13 +30,17 @@
 
 namespace loom::host {
 
-/// What the backend path updates: the flat f32 master weights and gradients on `backend`, and
-/// what refreshes the working (compute-dtype) copy after an update.
+/// What the backend path updates: the flat f32 master weights and gradients on `backend`, what
+/// refreshes the working (compute-dtype) copy after an update, and that copy — flat bf16/f16
+/// [total_elements] on `backend`, undefined in f32 compute — for the optimizer's passes to write
+/// instead. It must equal the cast of `master` when the path is attached (elements no update
+/// touches are never written again).
 struct UpdatedBuffers {
   loom::Backend& backend;
   loom::Tensor master;
   loom::Tensor grads;
   std::function<void()> refresh_working_copy;
+  loom::Tensor working;
 };
 
 class BackendUpdate {
@@ -55,8 +61,11 @@ class BackendUpdate {
 
   /// The precision policy's decision on the gradients.
   loom::PrecisionDecision decide();
-  /// One optimizer step on the backend with `args`, then the working copy refreshed.
+  /// One optimizer step on the backend with `args`, then the working copy refreshed unless the
+  /// passes wrote it.
   void update(const loom::OptimizerStepArgs& args);
+  /// Whether the optimizer's passes write the working copy (no cast after an update).
+  bool passes_write_working_copy() const { return passes_write_working_copy_; }
   /// The global gradient norm of the last applied update (0 before the first); reading it waits
   /// for the backend, so the trainer asks at log steps only.
   double last_grad_norm();
@@ -68,11 +77,16 @@ class BackendUpdate {
                 loom::BackendPrecision& precision);
 
  private:
+  /// Hands the working copy to the optimizer's plan where the backend and the optimizer offer it
+  /// (their working-copy interfaces); logs which way the copy is refreshed.
+  void hand_working_copy_to_passes();
+
   RunComponents& components_;
   UpdatedBuffers buffers_;
   loom::BackendOptimizer* optimizer_;
   loom::BackendPrecision* precision_;
   loom::Buffer flag_;  // i32 [1]: 1 when a gradient was not finite
+  bool passes_write_working_copy_ = false;
 };
 
 }  // namespace loom::host

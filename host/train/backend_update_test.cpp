@@ -2,7 +2,10 @@
 // its TransferCounter): deciding a step reads one flag and updating it moves nothing — exactly one
 // copy to the host and none from it per step, skipped or applied — and the weights it leaves are
 // the host optimizer's bit for bit, through fp16 loss scaling and a skipped overflow step. The
-// path is declined under LOOM_HOST_OPTIMIZER=1 and for several ranks on device memory.
+// path is declined under LOOM_HOST_OPTIMIZER=1 and for several ranks on device memory. Given a
+// 16-bit working copy, the optimizer's passes write it where the backend offers
+// OptimizerWorkingCopy — no refresh after an update, the copy the cast of the master weights bit for
+// bit after every step — and the host refreshes it after every applied update where it does not.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,7 +75,7 @@ TEST(BackendUpdate, ReadsOneFlagPerStepAndMatchesTheHostOptimizer) {
   int refreshes = 0;
   const std::unique_ptr<BackendUpdate> update = BackendUpdate::attach_if_offered(
       c,
-      {backend, master.view(loom::DType::f32, {n}), grads.view(loom::DType::f32, {n}), [&] { ++refreshes; }},
+      {backend, master.view(loom::DType::f32, {n}), grads.view(loom::DType::f32, {n}), [&] { ++refreshes; }, {}},
       1);
   ASSERT_NE(update, nullptr)
       << "backend/cpu-opaque, optimizer/nvlamb and precision/fp16-mixed offer the path";
@@ -107,12 +110,78 @@ TEST(BackendUpdate, ReadsOneFlagPerStepAndMatchesTheHostOptimizer) {
     }
   }
   EXPECT_EQ(refreshes, applied);
+  EXPECT_FALSE(update->passes_write_working_copy()) << "no working copy was given";
   EXPECT_EQ(c.optimizer.get()->successful_steps(), static_cast<uint64_t>(applied));
   EXPECT_EQ(update->last_grad_norm(), host_norm);
   std::vector<float> on_backend(layout.total);
   backend.copy_to_host(on_backend.data(), master.data(), on_backend.size() * sizeof(float));
   EXPECT_EQ(std::memcmp(on_backend.data(), weights.data(), weights.size() * sizeof(float)), 0)
       << "the backend path's weights differ from the host optimizer's";
+}
+
+/// The bytes of a backend tensor, copied to the host.
+std::vector<unsigned char> bytes_of(loom::Backend& backend, const loom::Tensor& t) {
+  std::vector<unsigned char> out(t.nbytes());
+  backend.copy_to_host(out.data(), t.data, out.size());
+  return out;
+}
+
+TEST(BackendUpdate, PassesWriteTheWorkingCopyWhereTheBackendOffersIt) {
+  const PluginRegistry registry = test_registry();
+  const Layout layout;
+  const auto n = static_cast<int64_t>(layout.total);
+  for (const char* backend_name : {"cpu-opaque", "cpu-opaque-no-working-copy"})
+    for (const char* optimizer : {"nvlamb", "adamw", "sgd"})
+      for (const loom::DType dtype : {loom::DType::bf16, loom::DType::f16}) {
+        const std::string what = std::string(backend_name) + ", " + optimizer + ", " + loom::dtype_name(dtype);
+        const bool offered = std::string(backend_name) == "cpu-opaque";
+        RunComponents c;
+        c.backend = create<loom::Backend>(registry, backend_name, "threads = 1\n");
+        c.optimizer = create<loom::Optimizer>(registry, optimizer, "lr = 0.01\n");
+        c.precision = create<loom::Precision>(registry, dtype == loom::DType::bf16 ? "bf16-mixed" : "fp16-mixed",
+                                              "");
+        loom::Backend& backend = *c.backend.get();
+        std::vector<float> weights(layout.total);
+        for (size_t i = 0; i < layout.total; ++i) weights[i] = value(i, 1);
+        loom::Buffer master(backend, layout.total * sizeof(float)), grads(backend, layout.total * sizeof(float)),
+            working(backend, layout.total * 2), cast(backend, layout.total * 2);
+        backend.copy_from_host(master.data(), weights.data(), layout.total * sizeof(float));
+        const loom::Tensor master_view = master.view(loom::DType::f32, {n});
+        const loom::Tensor working_view = working.view(dtype, {n}), cast_view = cast.view(dtype, {n});
+        backend.cast(master_view, working_view);  // as the model casts it at initialisation
+        c.optimizer.get()->setup(layout.segments.data(), layout.segments.size(), layout.total);
+        int refreshes = 0;
+        const std::unique_ptr<BackendUpdate> update = BackendUpdate::attach_if_offered(
+            c,
+            {backend, master_view, grads.view(loom::DType::f32, {n}),
+             [&] {
+               ++refreshes;
+               backend.cast(master_view, working_view);
+             },
+             working_view},
+            1);
+        ASSERT_NE(update, nullptr) << what;
+        EXPECT_EQ(update->passes_write_working_copy(), offered) << what;
+        int applied = 0;
+        for (size_t step = 0; step < 4; ++step) {
+          const double scale = c.precision.get()->loss_scale();
+          std::vector<float> g(layout.total);
+          for (size_t i = 0; i < layout.total; ++i) g[i] = value(i, step + 2) * static_cast<float>(scale);
+          if (step == 1) g[layout.segments[2].offset + 3] = std::numeric_limits<float>::quiet_NaN();
+          backend.copy_from_host(grads.data(), g.data(), g.size() * sizeof(float));
+          const loom::PrecisionDecision decision = update->decide();
+          EXPECT_EQ(decision.apply, step != 1) << what << ", step " << step;
+          if (decision.apply) {
+            update->update({0.01, decision.grad_scale});
+            ++applied;
+          }
+          backend.cast(master_view, cast_view);
+          EXPECT_EQ(bytes_of(backend, working_view), bytes_of(backend, cast_view))
+              << what << ", step " << step << ": the working copy is not the cast of the master weights";
+        }
+        EXPECT_EQ(refreshes, offered ? 0 : applied) << what;
+        EXPECT_EQ(c.optimizer.get()->successful_steps(), static_cast<uint64_t>(applied)) << what;
+      }
 }
 
 TEST(BackendUpdate, IsDeclinedWhereTheHostPathIsNeeded) {
@@ -135,7 +204,7 @@ TEST(BackendUpdate, IsDeclinedWhereTheHostPathIsNeeded) {
         else
           unsetenv("LOOM_HOST_OPTIMIZER");
         const auto update = BackendUpdate::attach_if_offered(
-            c, {backend, master.view(loom::DType::f32, {n}), grads.view(loom::DType::f32, {n}), {}}, world);
+            c, {backend, master.view(loom::DType::f32, {n}), grads.view(loom::DType::f32, {n}), {}, {}}, world);
         unsetenv("LOOM_HOST_OPTIMIZER");
         // Several ranks all-reduce on host copies of device memory, so only backend/cpu keeps the path.
         const bool expected = !forced && (world == 1 || std::string(backend_name) == "cpu");
