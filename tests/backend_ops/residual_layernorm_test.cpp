@@ -4,7 +4,8 @@
 // and a 16-bit out_compute, at odd sizes (C % 4 ≠ 0 and = 0), every row width a kernel may cut
 // differently (up to 16,384), Philox offsets that start inside a block, rows enough for parallel
 // paths, and at production size (128·128 rows of 1,024); sum and d_sum aliasing their inputs,
-// reruns bit for bit; bad arguments named.
+// reruns bit for bit; bad arguments named. ResidualLayerNormBackwardCopy: the backward's results
+// bit for bit, and its copy the bits of cast(d_branch) on the same backend.
 //
 // What must agree, and how closely:
 // - Where the backend runs backend/cpu's code, everything is the separate ops' bits (it runs
@@ -18,6 +19,7 @@
 
 #include "backend_op_case.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
+#include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 
 namespace loom_backend_ops {
 namespace {
@@ -263,6 +265,73 @@ TEST_P(ResidualLayerNorm, SumAndDSumMayAliasTheirInputsAndRunsRepeatBitForBit) {
       expect_equal(in_place[k], first[k], what + " with d_sum aliasing d_out");
     }
   }
+}
+
+// ResidualLayerNormBackwardCopy: d_sum, d_branch, dγ, dβ, dbias bit for bit residual_layernorm_backward's
+// on the same backend, and d_branch_compute the bits of cast(d_branch) there — at a width the
+// vectorized path takes (1024) and one it does not (769), with dropout and without, dbias or none,
+// d_sum aliasing d_out or not; a copy that is not 16-bit, or aliases d_branch, is refused.
+TEST_P(ResidualLayerNorm, BackwardCopyIsTheBackwardThenTheCast) {
+  LOOM_OFFERED_OR_SKIP(loom::ResidualLayerNorm, fused);
+  LOOM_OFFERED_OR_SKIP(loom::ResidualLayerNormBackwardCopy, op);
+  for (int64_t cols : {int64_t{769}, int64_t{1024}})
+    for (DType copy_dtype : {DType::bf16, DType::f16})
+      for (bool in_place : {false, true}) {
+        const bool with_bias = !in_place;
+        const Case c{37, cols, with_bias, cols == 769 ? 0.1f : 0.0f, copy_dtype, 7};
+        const std::string what = c.name() + (in_place ? ", d_sum aliasing d_out" : "");
+        const Separate r = separate_ops(reference(), c);
+        const auto shape = c.shape();
+        DeviceTensor sum = upload(r.sum), gamma = upload(r.gamma), mean = upload(r.mean), rstd = upload(r.rstd);
+        // Runs `backward` on fresh outputs; returns d_sum, d_branch, dγ, dβ, dbias and the copy.
+        const auto run = [&](const auto& backward) {
+          DeviceTensor d_out = upload(r.d_out), d_sum = upload_zeros(DType::f32, shape),
+                       d_branch = upload_zeros(DType::f32, shape), copy = upload_zeros(copy_dtype, shape),
+                       dgamma = upload(r.dgamma0), dbeta = upload(r.dbeta0), dbias = upload(r.dbias0);
+          const DeviceTensor& d_sum_out = in_place ? d_out : d_sum;
+          backward(d_out.view(), d_sum_out.view(), d_branch.view(), copy.view(), dgamma.view(), dbeta.view(),
+                   with_bias ? dbias.view() : loom::Tensor{});
+          return std::vector<HostTensor>{d_sum_out.download(), d_branch.download(), dgamma.download(),
+                                         dbeta.download(),     dbias.download(),    copy.download()};
+        };
+        const auto apart = run([&](const loom::Tensor& d_out, const loom::Tensor& d_sum, const loom::Tensor& d_branch,
+                                   const loom::Tensor& copy, const loom::Tensor& dgamma, const loom::Tensor& dbeta,
+                                   const loom::Tensor& dbias) {
+          fused->residual_layernorm_backward(d_out, sum.view(), gamma.view(), mean.view(), rstd.view(), c.p, c.seed,
+                                             c.offset, d_sum, d_branch, dgamma, dbeta, dbias);
+          backend().cast(d_branch, copy);
+        });
+        const auto together = run([&](const loom::Tensor& d_out, const loom::Tensor& d_sum,
+                                      const loom::Tensor& d_branch, const loom::Tensor& copy,
+                                      const loom::Tensor& dgamma, const loom::Tensor& dbeta, const loom::Tensor& dbias) {
+          op->residual_layernorm_backward_copy(d_out, sum.view(), gamma.view(), mean.view(), rstd.view(), c.p,
+                                               c.seed, c.offset, d_sum, d_branch, copy, dgamma, dbeta, dbias);
+        });
+        const char* names[] = {"d_sum", "d_branch", "dgamma", "dbeta", "dbias", "d_branch_compute"};
+        for (size_t k = 0; k < apart.size(); ++k) expect_same_bits(together[k], apart[k], what + ": " + names[k]);
+      }
+  const int64_t rows = 4, cols = 8;
+  DeviceTensor d = upload_zeros(DType::f32, {rows, cols}), sum = upload_zeros(DType::f32, {rows, cols}),
+               d_sum = upload_zeros(DType::f32, {rows, cols}), d_branch = upload_zeros(DType::f32, {rows, cols}),
+               f32_copy = upload_zeros(DType::f32, {rows, cols}), vec = upload_zeros(DType::f32, {cols}),
+               vec2 = upload_zeros(DType::f32, {cols}), stat = upload_zeros(DType::f32, {rows}),
+               stat2 = upload_zeros(DType::f32, {rows});
+  const loom::Tensor over_d_branch =
+      loom::Tensor::contiguous(d_branch.view().data, DType::bf16, {rows, cols}, d_branch.view().device);
+  expect_error_naming(
+      [&] {
+        op->residual_layernorm_backward_copy(d.view(), sum.view(), vec.view(), stat.view(), stat2.view(), 0.1f, 1,
+                                             0, d_sum.view(), d_branch.view(), f32_copy.view(), vec.view(),
+                                             vec2.view(), loom::Tensor{});
+      },
+      {"residual_layernorm_backward_copy", "d_branch_compute"});
+  expect_error_naming(
+      [&] {
+        op->residual_layernorm_backward_copy(d.view(), sum.view(), vec.view(), stat.view(), stat2.view(), 0.1f, 1,
+                                             0, d_sum.view(), d_branch.view(), over_d_branch, vec.view(),
+                                             vec2.view(), loom::Tensor{});
+      },
+      {"residual_layernorm_backward_copy", "d_branch_compute may not alias"});
 }
 
 TEST_P(ResidualLayerNorm, BadArgumentsAreErrorsNamingTheOpAndTheArgument) {

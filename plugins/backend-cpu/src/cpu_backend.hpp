@@ -13,6 +13,7 @@
 
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
+#include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
@@ -39,6 +40,7 @@ class CpuBackend final : public loom::Backend,
                          public loom::OptimizerSteps,
                          public loom::OptimizerWorkingCopy,
                          public loom::ResidualLayerNorm,
+                         public loom::ResidualLayerNormBackwardCopy,
                          public loom::LinearBias,
                          public loom::BiasGeluBackwardCopy,
                          public loom::OpProfiler,
@@ -138,6 +140,13 @@ class CpuBackend final : public loom::Backend,
                                    uint64_t offset, const loom::Tensor& d_sum, const loom::Tensor& d_branch,
                                    const loom::Tensor& dgamma, const loom::Tensor& dbeta,
                                    const loom::Tensor& dbias) override;
+  // ResidualLayerNormBackwardCopy (named interface): the backward, then cast.
+  void residual_layernorm_backward_copy(const loom::Tensor& d_out, const loom::Tensor& sum,
+                                        const loom::Tensor& gamma, const loom::Tensor& mean,
+                                        const loom::Tensor& rstd, float p, uint64_t seed, uint64_t offset,
+                                        const loom::Tensor& d_sum, const loom::Tensor& d_branch,
+                                        const loom::Tensor& d_branch_compute, const loom::Tensor& dgamma,
+                                        const loom::Tensor& dbeta, const loom::Tensor& dbias) override;
 
   // LinearBias (named interface; linear_bias.cpp): gemm into f32, bias_add and cast, the ops a
   // block would run itself, so the two paths agree bit for bit.

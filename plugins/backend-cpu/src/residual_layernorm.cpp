@@ -181,4 +181,27 @@ void CpuBackend::residual_layernorm_backward(const loom::Tensor& d_out, const lo
       });
 }
 
+// ResidualLayerNormBackwardCopy: the backward, then the cast, so both paths give the same bits (the
+// named interface saves a GPU a pass; here it only keeps the encoder layer on one path).
+void CpuBackend::residual_layernorm_backward_copy(const loom::Tensor& d_out, const loom::Tensor& sum,
+                                                  const loom::Tensor& gamma, const loom::Tensor& mean,
+                                                  const loom::Tensor& rstd, float p, uint64_t seed,
+                                                  uint64_t offset, const loom::Tensor& d_sum,
+                                                  const loom::Tensor& d_branch,
+                                                  const loom::Tensor& d_branch_compute, const loom::Tensor& dgamma,
+                                                  const loom::Tensor& dbeta, const loom::Tensor& dbias) {
+  run_op(
+      "residual_layernorm_backward_copy",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_residual_layernorm_backward_copy(check, d_out, sum, gamma, mean, rstd, p,
+                                                                    d_sum, d_branch, d_branch_compute, dgamma,
+                                                                    dbeta, dbias);
+      },
+      [&](const loom_backend::LayerNormRows&) {
+        residual_layernorm_backward(d_out, sum, gamma, mean, rstd, p, seed, offset, d_sum, d_branch, dgamma,
+                                    dbeta, dbias);
+        cast(d_branch, d_branch_compute);
+      });
+}
+
 }  // namespace loom_cpu

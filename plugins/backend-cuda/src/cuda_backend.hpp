@@ -27,6 +27,7 @@
 #include "device_error_record.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
+#include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
@@ -38,6 +39,7 @@
 #include "loom/sdk/ops/transfer_counts.hpp"
 #include "loom_backend/argument_checks.hpp"
 #include "loom_backend/gemm_contract.hpp"
+#include "loom_backend/op_contracts.hpp"
 #include "loom_backend/op_timing.hpp"
 
 // plugin.hpp brings toml++, which nvcc cannot parse: the .cu files only need the name.
@@ -59,6 +61,7 @@ class CudaBackend final : public loom::Backend,
                           public loom::OptimizerSteps,
                           public loom::OptimizerWorkingCopy,
                           public loom::ResidualLayerNorm,
+                          public loom::ResidualLayerNormBackwardCopy,
                           public loom::LinearBias,
                           public loom::BiasGeluBackwardCopy,
                           public loom::TransferCounter,
@@ -158,6 +161,14 @@ class CudaBackend final : public loom::Backend,
                                    const loom::Tensor& d_sum, const loom::Tensor& d_branch,
                                    const loom::Tensor& dgamma, const loom::Tensor& dbeta,
                                    const loom::Tensor& dbias) override;
+  // ResidualLayerNormBackwardCopy (named interface; residual_layernorm.cu): the backward's row
+  // kernel also stores d_branch's 16-bit copy.
+  void residual_layernorm_backward_copy(const loom::Tensor& d_out, const loom::Tensor& sum,
+                                        const loom::Tensor& gamma, const loom::Tensor& mean,
+                                        const loom::Tensor& rstd, float p, uint64_t seed, uint64_t offset,
+                                        const loom::Tensor& d_sum, const loom::Tensor& d_branch,
+                                        const loom::Tensor& d_branch_compute, const loom::Tensor& dgamma,
+                                        const loom::Tensor& dbeta, const loom::Tensor& dbias) override;
 
   // LinearBias (named interface; gemm.cpp): one cuBLASLt product whose BIAS epilogue adds the f32
   // bias before the one rounding to y's type; gemm, bias_add and cast where cuBLASLt has no
@@ -284,6 +295,15 @@ class CudaBackend final : public loom::Backend,
   void report_device_error(const char* where) const;
   /// Scales c by beta (or zeroes it for beta = 0): the K = 0 case of gemm. Any strides.
   void scale_strided(const loom::Tensor& c, float beta);
+  /// residual_layernorm_backward's kernels for `shape` (checked by the caller's contract), with
+  /// d_branch's 16-bit copy when d_branch_compute is given (residual_layernorm.cu).
+  void enqueue_residual_layernorm_backward(const char* op, const loom_backend::LayerNormRows& shape,
+                                           const loom::Tensor& d_out, const loom::Tensor& sum,
+                                           const loom::Tensor& gamma, const loom::Tensor& mean,
+                                           const loom::Tensor& rstd, float p, uint64_t seed, uint64_t offset,
+                                           const loom::Tensor& d_sum, const loom::Tensor& d_branch,
+                                           const loom::Tensor& d_branch_compute, const loom::Tensor& dgamma,
+                                           const loom::Tensor& dbeta, const loom::Tensor& dbias);
   /// bias_gelu_backward with an optional 16-bit copy of dx (dx_compute absent: none): run_op for
   /// `op` with `contract(check)`, which returns the columns of x (bias_activations.cu).
   template <typename Contract>

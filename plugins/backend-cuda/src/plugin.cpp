@@ -13,6 +13,7 @@ LOOM_PLUGIN(
         "f32 + bf16/f16 ops and fused attention on one GPU; options device, tf32, sync_check, "
         "tensor_core_attention",
         loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps,
-                     loom::OptimizerWorkingCopy, loom::ResidualLayerNorm, loom::LinearBias,
+                     loom::OptimizerWorkingCopy, loom::ResidualLayerNorm,
+                     loom::ResidualLayerNormBackwardCopy, loom::LinearBias,
                      loom::BiasGeluBackwardCopy, loom::TransferCounter, loom::OpProfiler,
                      loom::MemoryUsage>{}))

@@ -17,6 +17,8 @@
 //
 // Backward: dγ/dβ are layernorm_backward's column sums of d_out·x̂ and d_out, enqueued before the
 // row kernel so d_sum may alias d_out; dbias is bias_grad's column sums of d_branch, after it.
+// ResidualLayerNormBackwardCopy's row kernel also stores d_branch's 16-bit copy, rounded once from
+// the same registers, so the layer's GEMMs need no cast pass.
 // Every reduction has a fixed order: results do not depend on the grid.
 #include <algorithm>
 #include <string>
@@ -129,14 +131,15 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-/// d_sum = LayerNorm's input gradient (layernorm.cu's formula), d_branch = dropout'(d_sum).
-/// d_sum may alias d_out: a thread reads a quad of d_out before writing it to d_sum.
-template <int kQuads>
+/// d_sum = LayerNorm's input gradient (layernorm.cu's formula), d_branch = dropout'(d_sum) (and
+/// its 16-bit copy when d_branch_compute is not null). d_sum may alias d_out: a thread reads a quad
+/// of d_out before writing it to d_sum.
+template <int kQuads, typename SC>
 __global__ void __launch_bounds__(kMaxThreads)
     layernorm_dropout_input_grad_kernel(const float* d_out, const float* sum, const float* gamma,
                                         const float* mean, const float* rstd, RowDropout dropout,
-                                        float* d_sum, float* d_branch, int64_t rows, int64_t cols,
-                                        bool vector) {
+                                        float* d_sum, float* d_branch, SC* d_branch_compute, int64_t rows,
+                                        int64_t cols, bool vector) {
   __shared__ float reduce[32];
   const float inv_cols = 1.0f / static_cast<float>(cols);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -177,6 +180,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       store_quad(d_sum + base, q, cols, vector, grad);
       dropout.apply(base + 4 * q, grad);
       store_quad(d_branch + base, q, cols, vector, grad);
+      if (d_branch_compute != nullptr) store_quad(d_branch_compute + base, q, cols, vector, grad);  // rounded once
     }
   }
 }
@@ -295,34 +299,75 @@ void CudaBackend::residual_layernorm_backward(const loom::Tensor& d_out, const l
         return shape;
       },
       [&](const loom_backend::LayerNormRows& shape) {
-        const int64_t rows = shape.rows, cols = shape.cols;
-        const RowLaunch launch = row_launch(cols);
-        const auto* dys = static_cast<const float*>(d_out.data);
-        const auto* sums = static_cast<const float*>(sum.data);
-        const auto* means = static_cast<const float*>(mean.data);
-        const auto* rstds = static_cast<const float*>(rstd.data);
-        auto* branch = static_cast<float*>(d_branch.data);
-        // One scratch area serves both column sums: they run one after the other on the stream.
-        const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
-        float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));
-        accumulate_layernorm_parameter_grads(dys, sums, means, rstds, rows, cols, partial,
-                                             static_cast<float*>(dgamma.data),
-                                             static_cast<float*>(dbeta.data), stream_);
-        const bool vector = cols % 4 == 0 && is_aligned16(d_out.data) && is_aligned16(sum.data) &&
-                            is_aligned16(gamma.data) && is_aligned16(d_sum.data) &&
-                            is_aligned16(d_branch.data);
-        with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
-          const auto kernel = layernorm_dropout_input_grad_kernel<decltype(quads)::value>;
-          const unsigned blocks = row_blocks(kernel, launch.threads, rows, info_.multiprocessors, op);
-          kernel<<<blocks, launch.threads, 0, stream_>>>(
-              dys, sums, static_cast<const float*>(gamma.data), means, rstds,
-              RowDropout::make(p, seed, offset), static_cast<float*>(d_sum.data), branch, rows, cols, vector);
-        });
-        if (dbias.defined()) {
-          float* const out[1] = {static_cast<float*>(dbias.data)};
-          accumulate_column_sums<1>(DenseColumnTerm{branch, cols}, plan, partial, out, stream_);
-        }
+        enqueue_residual_layernorm_backward(op, shape, d_out, sum, gamma, mean, rstd, p, seed, offset, d_sum,
+                                            d_branch, {}, dgamma, dbeta, dbias);
       });
+}
+
+void CudaBackend::residual_layernorm_backward_copy(const loom::Tensor& d_out, const loom::Tensor& sum,
+                                                   const loom::Tensor& gamma, const loom::Tensor& mean,
+                                                   const loom::Tensor& rstd, float p, uint64_t seed,
+                                                   uint64_t offset, const loom::Tensor& d_sum,
+                                                   const loom::Tensor& d_branch,
+                                                   const loom::Tensor& d_branch_compute, const loom::Tensor& dgamma,
+                                                   const loom::Tensor& dbeta, const loom::Tensor& dbias) {
+  const char* op = "residual_layernorm_backward_copy";
+  run_op(
+      op,
+      [&](const ArgumentChecks& check) {
+        const loom_backend::LayerNormRows shape = loom_backend::check_residual_layernorm_backward_copy(
+            check, d_out, sum, gamma, mean, rstd, p, d_sum, d_branch, d_branch_compute, dgamma, dbeta, dbias);
+        check_row_fits(check, shape.cols);
+        return shape;
+      },
+      [&](const loom_backend::LayerNormRows& shape) {
+        enqueue_residual_layernorm_backward(op, shape, d_out, sum, gamma, mean, rstd, p, seed, offset, d_sum,
+                                            d_branch, d_branch_compute, dgamma, dbeta, dbias);
+      });
+}
+
+void CudaBackend::enqueue_residual_layernorm_backward(
+    const char* op, const loom_backend::LayerNormRows& shape, const loom::Tensor& d_out, const loom::Tensor& sum,
+    const loom::Tensor& gamma, const loom::Tensor& mean, const loom::Tensor& rstd, float p, uint64_t seed,
+    uint64_t offset, const loom::Tensor& d_sum, const loom::Tensor& d_branch, const loom::Tensor& d_branch_compute,
+    const loom::Tensor& dgamma, const loom::Tensor& dbeta, const loom::Tensor& dbias) {
+  const int64_t rows = shape.rows, cols = shape.cols;
+  const RowLaunch launch = row_launch(cols);
+  const auto* dys = static_cast<const float*>(d_out.data);
+  const auto* sums = static_cast<const float*>(sum.data);
+  const auto* means = static_cast<const float*>(mean.data);
+  const auto* rstds = static_cast<const float*>(rstd.data);
+  auto* branch = static_cast<float*>(d_branch.data);
+  // One scratch area serves both column sums: they run one after the other on the stream.
+  const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
+  float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));
+  accumulate_layernorm_parameter_grads(dys, sums, means, rstds, rows, cols, partial,
+                                       static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data),
+                                       stream_);
+  const bool vector = cols % 4 == 0 && is_aligned16(d_out.data) && is_aligned16(sum.data) &&
+                      is_aligned16(gamma.data) && is_aligned16(d_sum.data) && is_aligned16(d_branch.data) &&
+                      (!d_branch_compute.defined() || is_aligned8(d_branch_compute.data));
+  const auto run = [&](auto compute_type) {
+    using SC = decltype(compute_type);
+    with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
+      const auto kernel = layernorm_dropout_input_grad_kernel<decltype(quads)::value, SC>;
+      const unsigned blocks = row_blocks(kernel, launch.threads, rows, info_.multiprocessors, op);
+      kernel<<<blocks, launch.threads, 0, stream_>>>(
+          dys, sums, static_cast<const float*>(gamma.data), means, rstds, RowDropout::make(p, seed, offset),
+          static_cast<float*>(d_sum.data), branch,
+          d_branch_compute.defined() ? static_cast<SC*>(d_branch_compute.data) : nullptr, rows, cols, vector);
+    });
+  };
+  // As in the forward: the copy's type is the op's own dispatch; without a copy the bf16
+  // instantiation runs with a null pointer.
+  if (d_branch_compute.defined() && d_branch_compute.dtype == DType::f16)
+    run(loom::Half{});
+  else
+    run(loom::BFloat16{});
+  if (dbias.defined()) {
+    float* const out[1] = {static_cast<float*>(dbias.data)};
+    accumulate_column_sums<1>(DenseColumnTerm{branch, cols}, plan, partial, out, stream_);
+  }
 }
 
 }  // namespace loom_cuda

@@ -32,6 +32,7 @@
 #include "bert_block.hpp"
 #include "components.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
+#include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom/sdk/saved_attention_bytes.hpp"
@@ -72,6 +73,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
              fused_attention_ops_->fused_attention(head_dim, config_.max_position_embeddings);
     add_norm_ = loom::find_backend_interface<loom::ResidualLayerNorm>(setup);
     gelu_copy_ = loom::find_backend_interface<loom::BiasGeluBackwardCopy>(setup);
+    add_norm_copy_ = loom::find_backend_interface<loom::ResidualLayerNormBackwardCopy>(setup);
   }
 
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
@@ -145,13 +147,12 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     const Tensor dx = d_input.reshape({N, H});
 
     // out = LayerNorm(x2), x2 = dropout(g·W2ᵀ + b2) + h1.
-    add_norm_backward(step, 2, dy, s.x2, ln2_gamma_, ln2_beta_, ffn_out_bias_, s.mean2, s.rstd2, w.d_res,
-                      w.d_dense);
+    const Tensor d_dense_c = add_norm_backward(step, 2, dy, s.x2, ln2_gamma_, ln2_beta_, ffn_out_bias_, s.mean2,
+                                               s.rstd2, w.d_res, w.d_dense, w.d_dense_c);
     // In 16-bit compute g = gelu(u + bi) again, as forward computed it, into d_wide_c, which dGELU's
     // copy below overwrites once dW2 has read it.
     if (reduced()) be().bias_gelu_forward(s.u, master(ffn_in_bias_), w.g, gelu());
-    linear_backward(w.d_dense, to_compute(w.d_dense, w.d_dense_c), reduced() ? w.g : s.g, ffn_out_weight_,
-                    Tensor{}, w.d_wide, 0.0f);
+    linear_backward(w.d_dense, d_dense_c, reduced() ? w.g : s.g, ffn_out_weight_, Tensor{}, w.d_wide, 0.0f);
     // g = gelu(u + bi), u = h1·Wiᵀ. In 16-bit compute the next GEMM's operand is dGELU's 16-bit
     // copy, written in the same pass when the backend offers it.
     Tensor d_wide_c;
@@ -169,10 +170,9 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
 
     // h1 = LayerNorm(x1), x1 = dropout(ctx·Woᵀ + bo) + x. d_q holds the dense layer's output
     // gradient until attention backward overwrites it.
-    add_norm_backward(step, 1, w.d_dense, s.x1, ln1_gamma_, ln1_beta_, out_bias_, s.mean1, s.rstd1, w.d_res,
-                      w.d_attention_out);
-    linear_backward(w.d_attention_out, to_compute(w.d_attention_out, w.d_dense_c), s.ctx, out_weight_,
-                    Tensor{}, w.d_ctx, 0.0f);
+    const Tensor d_attention_out_c = add_norm_backward(step, 1, w.d_dense, s.x1, ln1_gamma_, ln1_beta_, out_bias_,
+                                                       s.mean1, s.rstd1, w.d_res, w.d_attention_out, w.d_dense_c);
+    linear_backward(w.d_attention_out, d_attention_out_c, s.ctx, out_weight_, Tensor{}, w.d_ctx, 0.0f);
 
     if (fused_) {
       fused_attention_ops_->attention_backward(
@@ -248,10 +248,25 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     return out_c.defined() ? out_c : out;
   }
   /// Gradients of add_norm_forward from d_out: d_sum (the residual's), d_branch (y's; may not alias
-  /// d_out), and γ, β and bias gradients accumulated.
-  void add_norm_backward(const loom::StepArgs& step, uint64_t site, const Tensor& d_out, const Tensor& sum,
-                         size_t gamma, size_t beta, size_t bias, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& d_sum, const Tensor& d_branch) const {
+  /// d_out), and γ, β and bias gradients accumulated. Returns d_branch as the operand of the next
+  /// GEMMs: in 16-bit compute its copy in d_branch_c — stored by the fused op's own pass when the
+  /// backend offers ResidualLayerNormBackwardCopy, else cast — and in f32 compute d_branch itself.
+  Tensor add_norm_backward(const loom::StepArgs& step, uint64_t site, const Tensor& d_out, const Tensor& sum,
+                           size_t gamma, size_t beta, size_t bias, const Tensor& mean, const Tensor& rstd,
+                           const Tensor& d_sum, const Tensor& d_branch, const Tensor& d_branch_c) const {
+    if (add_norm_ != nullptr && add_norm_copy_ != nullptr && reduced()) {
+      add_norm_copy_->residual_layernorm_backward_copy(
+          d_out, sum, master(gamma), mean, rstd, hidden_dropout(step), dropout_key(step),
+          site << kDropoutSiteShift, d_sum, d_branch, d_branch_c, grad(gamma), grad(beta), grad(bias));
+      return d_branch_c;
+    }
+    add_norm_gradients(step, site, d_out, sum, gamma, beta, bias, mean, rstd, d_sum, d_branch);
+    return to_compute(d_branch, d_branch_c);
+  }
+  /// add_norm_backward's f32 gradients: the fused op when offered, else the separate ops.
+  void add_norm_gradients(const loom::StepArgs& step, uint64_t site, const Tensor& d_out,
+                                    const Tensor& sum, size_t gamma, size_t beta, size_t bias, const Tensor& mean,
+                                    const Tensor& rstd, const Tensor& d_sum, const Tensor& d_branch) const {
     if (add_norm_ != nullptr) {
       add_norm_->residual_layernorm_backward(d_out, sum, master(gamma), mean, rstd, hidden_dropout(step),
                                              dropout_key(step), site << kDropoutSiteShift, d_sum, d_branch,
@@ -432,6 +447,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
   bool fused_ = false;  // attention through the backend's fused op (decided at setup)
   loom::ResidualLayerNorm* add_norm_ = nullptr;  // the backend's fused add & norm, when offered
   loom::BiasGeluBackwardCopy* gelu_copy_ = nullptr;  // dGELU with its 16-bit copy, when offered
+  loom::ResidualLayerNormBackwardCopy* add_norm_copy_ = nullptr;  // add & norm backward with d_branch's copy
   size_t q_weight_ = 0, q_bias_ = 0, k_weight_ = 0, k_bias_ = 0, v_weight_ = 0, v_bias_ = 0, out_weight_ = 0,
          out_bias_ = 0, ln1_gamma_ = 0, ln1_beta_ = 0, ffn_in_weight_ = 0, ffn_in_bias_ = 0,
          ffn_out_weight_ = 0, ffn_out_bias_ = 0, ln2_gamma_ = 0, ln2_beta_ = 0;

@@ -40,6 +40,7 @@ inline loom::OpFamily op_family(const char* op) {
       {"layernorm_backward", F::normalization},
       {"residual_layernorm_forward", F::normalization},
       {"residual_layernorm_backward", F::normalization},
+      {"residual_layernorm_backward_copy", F::normalization},
       {"fill", F::elementwise},
       {"zero", F::elementwise},
       {"copy", F::elementwise},

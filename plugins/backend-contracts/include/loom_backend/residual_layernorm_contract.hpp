@@ -69,4 +69,21 @@ inline LayerNormRows check_residual_layernorm_backward(const ArgumentChecks& che
   return shape;
 }
 
+/// ResidualLayerNormBackwardCopy (loom/sdk/ops/residual_layernorm_backward_copy.hpp): the backward's
+/// arguments and the 16-bit copy of d_branch.
+inline LayerNormRows check_residual_layernorm_backward_copy(
+    const ArgumentChecks& check, const loom::Tensor& d_out, const loom::Tensor& sum, const loom::Tensor& gamma,
+    const loom::Tensor& mean, const loom::Tensor& rstd, float p, const loom::Tensor& d_sum,
+    const loom::Tensor& d_branch, const loom::Tensor& d_branch_compute, const loom::Tensor& dgamma,
+    const loom::Tensor& dbeta, const loom::Tensor& dbias) {
+  const LayerNormRows shape = check_residual_layernorm_backward(check, d_out, sum, gamma, mean, rstd, p, d_sum,
+                                                                d_branch, dgamma, dbeta, dbias);
+  check.tensor("d_branch_compute", d_branch_compute, {loom::DType::bf16, loom::DType::f16});
+  check.same_shape("d_branch", d_branch, "d_branch_compute", d_branch_compute);
+  for (const auto* t : {&d_out, &sum, &d_sum, &d_branch, &gamma, &mean, &rstd, &dgamma, &dbeta, &dbias})
+    check.require(d_branch_compute.data != t->data,
+                  "d_branch_compute may not alias d_out, sum, d_sum, d_branch or a row or column vector");
+  return shape;
+}
+
 }  // namespace loom_backend
