@@ -5,6 +5,7 @@
 // with its 16-bit copy (BiasGeluBackwardCopy) against the op and a cast.
 #include "backend_op_case.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
+#include "loom/sdk/ops/bias_grad_copy.hpp"
 
 namespace loom_backend_ops {
 namespace {
@@ -172,6 +173,40 @@ TEST_P(Activations, BiasGeluBackwardCopyIsTheOpThenTheCast) {
   expect_error_naming(
       [&] { op->bias_gelu_backward_copy(t.view(), x16.view(), {}, t.view(), x16.view(), {}, loom::Gelu::erf); },
       {"bias_gelu_backward_copy", "alias"});
+}
+
+// BiasGradCopy: dbias bit for bit bias_grad's on the same backend, and dy_compute the bits of
+// cast(dy) there — at widths of 768 and 771, with a [C] and a [P, C] bias (period 5); a copy that
+// is not 16-bit, or aliases dy, is refused.
+TEST_P(Activations, BiasGradCopyIsBiasGradThenTheCast) {
+  LOOM_OFFERED_OR_SKIP(loom::BiasGradCopy, op);
+  const int64_t rows = 35;
+  for (int64_t cols : {int64_t{768}, int64_t{771}})
+    for (int64_t period : {int64_t{1}, int64_t{5}})
+      for (DType copy_dtype : {DType::bf16, DType::f16}) {
+        const std::string what = std::to_string(cols) + " columns, period " + std::to_string(period) + ", " +
+                                 loom::dtype_name(copy_dtype);
+        const HostTensor dy = HostTensor::of(random_floats(rows * cols, 71, -3.0f, 3.0f), DType::f32, {rows, cols});
+        const std::vector<int64_t> bias_shape =
+            period == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{period, cols};
+        const HostTensor dbias0 = HostTensor::of(random_floats(period * cols, 72), DType::f32, bias_shape);
+        DeviceTensor dy_dev = upload(dy);
+        DeviceTensor dbias_a = upload(dbias0), copy_a = upload_zeros(copy_dtype, {rows, cols});
+        backend().bias_grad(dy_dev.view(), dbias_a.view());
+        backend().cast(dy_dev.view(), copy_a.view());
+        DeviceTensor dbias_b = upload(dbias0), copy_b = upload_zeros(copy_dtype, {rows, cols});
+        op->bias_grad_copy(dy_dev.view(), dbias_b.view(), copy_b.view());
+        expect_same_bits(dbias_b.download(), dbias_a.download(), what + ": dbias");
+        expect_same_bits(copy_b.download(), copy_a.download(), what + ": dy_compute");
+        expect_same_bits(dy_dev.download(), dy, what + ": dy unchanged");
+      }
+  DeviceTensor t = upload_zeros(DType::f32, {4, 8}), bias = upload_zeros(DType::f32, {8});
+  DeviceTensor f32_copy = upload_zeros(DType::f32, {4, 8});
+  const loom::Tensor over_dy = loom::Tensor::contiguous(t.view().data, DType::bf16, {4, 8}, t.view().device);
+  expect_error_naming([&] { op->bias_grad_copy(t.view(), bias.view(), f32_copy.view()); },
+                      {"bias_grad_copy", "dy_compute"});
+  expect_error_naming([&] { op->bias_grad_copy(t.view(), bias.view(), over_dy); },
+                      {"bias_grad_copy", "dy_compute may not alias"});
 }
 
 TEST_P(Activations, GeluInPlaceAndBackwardAliasingDy) {

@@ -13,6 +13,7 @@
 
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
+#include "loom/sdk/ops/bias_grad_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
@@ -43,6 +44,7 @@ class CpuBackend final : public loom::Backend,
                          public loom::ResidualLayerNormBackwardCopy,
                          public loom::LinearBias,
                          public loom::BiasGeluBackwardCopy,
+                         public loom::BiasGradCopy,
                          public loom::OpProfiler,
                          public loom::MemoryUsage {
  public:
@@ -152,6 +154,9 @@ class CpuBackend final : public loom::Backend,
   // block would run itself, so the two paths agree bit for bit.
   void linear_bias_forward(const loom::Tensor& x, const loom::Tensor& w, const loom::Tensor& bias,
                            const loom::Tensor& y, const loom::Tensor& scratch) override;
+
+  // BiasGradCopy (named interface; residual.cpp): bias_grad, then cast.
+  void bias_grad_copy(const loom::Tensor& dy, const loom::Tensor& dbias, const loom::Tensor& dy_compute) override;
 
   // BiasGeluBackwardCopy (named interface; activations.cpp): bias_gelu_backward, then cast.
   void bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,

@@ -1,6 +1,6 @@
 // The backend-cpu plugin: component backend/cpu, offering fused attention, its device description,
 // the optimizer passes (which also write the 16-bit working copy), the fused residual LayerNorm
-// (and its backward with the 16-bit copy),
+// (and its backward with the 16-bit copy), the bias gradient with its 16-bit copy,
 // the linear layer with its bias, bias + GELU backward with its 16-bit copy, per-op timing and its
 // memory usage.
 #include "loom/sdk/plugin.hpp"
@@ -13,4 +13,5 @@ LOOM_PLUGIN("backend-cpu", "0.1.0", "Compute backend on the host CPU (oneDNN GEM
                 loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps,
                               loom::OptimizerWorkingCopy, loom::ResidualLayerNorm,
                               loom::ResidualLayerNormBackwardCopy, loom::LinearBias,
-                              loom::BiasGeluBackwardCopy, loom::OpProfiler, loom::MemoryUsage>{}))
+                              loom::BiasGeluBackwardCopy, loom::BiasGradCopy, loom::OpProfiler,
+                              loom::MemoryUsage>{}))

@@ -37,6 +37,18 @@ void CpuBackend::bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) {
       });
 }
 
+// BiasGradCopy: bias_grad, then cast, so both paths give the same bits (the named interface saves a
+// GPU a pass; here it only keeps the blocks on one path).
+void CpuBackend::bias_grad_copy(const loom::Tensor& dy, const loom::Tensor& dbias, const loom::Tensor& dy_compute) {
+  run_op(
+      "bias_grad_copy",
+      [&](const ArgumentChecks& check) { return loom_backend::check_bias_grad_copy(check, dy, dbias, dy_compute); },
+      [&](const loom_backend::BiasRows&) {
+        bias_grad(dy, dbias);
+        cast(dy, dy_compute);
+      });
+}
+
 void CpuBackend::add(const loom::Tensor& a, const loom::Tensor& b, const loom::Tensor& out) {
   run_op(
       "add",

@@ -221,6 +221,30 @@ void CudaBackend::bias_grad(const loom::Tensor& dy, const loom::Tensor& dbias) {
       });
 }
 
+void CudaBackend::bias_grad_copy(const loom::Tensor& dy, const loom::Tensor& dbias, const loom::Tensor& dy_compute) {
+  run_op(
+      "bias_grad_copy",
+      [&](const ArgumentChecks& check) {
+        const loom_backend::BiasRows shape = check_bias_launch_rows(check, "dy", dy, "dbias", dbias);
+        (void)loom_backend::check_bias_grad_copy(check, dy, dbias, dy_compute);
+        return shape;
+      },
+      [&](const loom_backend::BiasRows& shape) {
+        const ColumnSumPlan plan = ColumnSumPlan::make(shape.rows, shape.cols, shape.period);
+        float* partial = static_cast<float*>(scratch(plan.scratch_floats(1) * sizeof(float)));
+        float* const out[1] = {static_cast<float*>(dbias.data)};
+        const auto* x = static_cast<const float*>(dy.data);
+        if (dy_compute.dtype == DType::f16)
+          accumulate_column_sums<1>(
+              DenseColumnCopyTerm<loom::Half>{x, static_cast<loom::Half*>(dy_compute.data), shape.cols}, plan,
+              partial, out, stream_);
+        else
+          accumulate_column_sums<1>(
+              DenseColumnCopyTerm<loom::BFloat16>{x, static_cast<loom::BFloat16*>(dy_compute.data), shape.cols},
+              plan, partial, out, stream_);
+      });
+}
+
 void CudaBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bias, const loom::Tensor& y,
                                     loom::Gelu variant) {
   run_op(

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "float_storage.cuh"
+
 namespace loom_cuda {
 
 inline constexpr int kColumnTile = 32;           // columns per block (one per lane)
@@ -104,6 +106,21 @@ struct DenseColumnTerm {
   int64_t cols;
   __device__ void operator()(int64_t row, int64_t col, float* values) const {
     values[0] = x[row * cols + col];
+  }
+};
+
+/// The plain term, also storing each element it reads rounded to S (float_storage.cuh's from_float,
+/// the cast kernels' rounding) into the same place of `copy`: every element is read exactly once by
+/// pass 1 when rows is a multiple of the period, so the copy is complete.
+template <typename S>
+struct DenseColumnCopyTerm {
+  const float* x;
+  S* copy;
+  int64_t cols;
+  __device__ void operator()(int64_t row, int64_t col, float* values) const {
+    const float v = x[row * cols + col];
+    copy[row * cols + col] = from_float<S>(v);
+    values[0] = v;
   }
 };
 

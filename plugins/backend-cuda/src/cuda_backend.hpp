@@ -27,6 +27,7 @@
 #include "device_error_record.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
+#include "loom/sdk/ops/bias_grad_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
@@ -64,6 +65,7 @@ class CudaBackend final : public loom::Backend,
                           public loom::ResidualLayerNormBackwardCopy,
                           public loom::LinearBias,
                           public loom::BiasGeluBackwardCopy,
+                          public loom::BiasGradCopy,
                           public loom::TransferCounter,
                           public loom::OpProfiler,
                           public loom::MemoryUsage {
@@ -175,6 +177,10 @@ class CudaBackend final : public loom::Backend,
   // algorithm for it.
   void linear_bias_forward(const loom::Tensor& x, const loom::Tensor& w, const loom::Tensor& bias,
                            const loom::Tensor& y, const loom::Tensor& scratch) override;
+
+  // BiasGradCopy (named interface; bias_activations.cu): bias_grad's column-sum pass also stores
+  // each element's 16-bit copy as it reads it.
+  void bias_grad_copy(const loom::Tensor& dy, const loom::Tensor& dbias, const loom::Tensor& dy_compute) override;
 
   // BiasGeluBackwardCopy (named interface; bias_activations.cu): the bias + GELU backward kernel
   // stores dx's 16-bit copy in the pass that computes dx.

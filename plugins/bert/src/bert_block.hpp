@@ -10,6 +10,7 @@
 #include "loom/sdk/backward_input.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/error.hpp"
+#include "loom/sdk/ops/bias_grad_copy.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
 #include "parameter_list.hpp"
@@ -42,6 +43,7 @@ class BertBlock : public loom::Block, public loom::BackwardInput {
     backend_ = setup.backend;
     fused_attention_ops_ = loom::find_backend_interface<loom::FusedAttention>(setup);
     linear_bias_ = loom::find_backend_interface<loom::LinearBias>(setup);
+    bias_grad_copy_ = loom::find_backend_interface<loom::BiasGradCopy>(setup);
     compute_ = setup.compute_dtype;
     index_ = setup.index;
     check_config();
@@ -100,6 +102,18 @@ class BertBlock : public loom::Block, public loom::BackwardInput {
     if (!reduced()) return x;
     backend_->cast(x, buffer);
     return buffer;
+  }
+
+  /// dbias += the column sums of dy (f32, contiguous), and dy as the operand of the layer's backward
+  /// GEMMs: in 16-bit compute its copy in `buffer` — written by the pass that sums it when the
+  /// backend offers BiasGradCopy, else cast — and in f32 compute dy itself.
+  loom::Tensor bias_grad_operand(const loom::Tensor& dy, const loom::Tensor& dbias, const loom::Tensor& buffer) const {
+    if (reduced() && bias_grad_copy_ != nullptr) {
+      bias_grad_copy_->bias_grad_copy(dy, dbias, buffer);
+      return buffer;
+    }
+    backend_->bias_grad(dy, dbias);
+    return to_compute(dy, buffer);
   }
 
   /// y = dropout(x) at `site` (identity when not training or p = 0; y may alias x).
@@ -166,6 +180,7 @@ class BertBlock : public loom::Block, public loom::BackwardInput {
   loom::Backend* backend_ = nullptr;
   loom::FusedAttention* fused_attention_ops_ = nullptr;  ///< the backend's fused attention, when offered
   loom::LinearBias* linear_bias_ = nullptr;              ///< the backend's linear + bias op, when offered
+  loom::BiasGradCopy* bias_grad_copy_ = nullptr;         ///< bias_grad with the 16-bit copy, when offered
   loom::DType compute_ = loom::DType::f32;
   int32_t index_ = 0;
   ParameterList params_;

@@ -186,8 +186,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     // q, k, v = x·Wᵀ + b: weight/bias gradients and dx (plus the residual path from x1).
     const Tensor input_c = reduced() ? s.x_c : input_;
     if (qkv_) {
-      const Tensor d_qkv_c = to_compute(w.d_qkv, w.d_qkv_c);
-      be().bias_grad(w.d_qkv, qkv_.bias_grad);
+      const Tensor d_qkv_c = bias_grad_operand(w.d_qkv, qkv_.bias_grad, w.d_qkv_c);
       be().gemm(d_qkv_c, true, input_c, false, qkv_.weight_grad, 1.0f, 1.0f);
       be().gemm(d_qkv_c, false, qkv_.weight_compute, false, dx, 1.0f, 0.0f);
     } else {

@@ -231,6 +231,17 @@ inline BiasRows check_bias_rows(const ArgumentChecks& check, const char* x_name,
   return {rows, cols, period};
 }
 
+/// BiasGradCopy (loom/sdk/ops/bias_grad_copy.hpp): bias_grad's arguments and the 16-bit copy of dy.
+inline BiasRows check_bias_grad_copy(const ArgumentChecks& check, const loom::Tensor& dy, const loom::Tensor& dbias,
+                                     const loom::Tensor& dy_compute) {
+  const BiasRows shape = check_bias_rows(check, "dy", dy, "dbias", dbias);
+  check.tensor("dy_compute", dy_compute, {DType::bf16, DType::f16});
+  check.same_shape("dy", dy, "dy_compute", dy_compute);
+  check.require(dy_compute.data != dy.data && dy_compute.data != dbias.data,
+                "dy_compute may not alias dy or dbias");
+  return shape;
+}
+
 /// Returns the columns of x (the bias' length).
 inline int64_t check_bias_gelu_forward(const ArgumentChecks& check, const loom::Tensor& x,
                                        const loom::Tensor& bias, const loom::Tensor& y) {

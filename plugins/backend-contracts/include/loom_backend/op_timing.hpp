@@ -47,6 +47,7 @@ inline loom::OpFamily op_family(const char* op) {
       {"cast", F::elementwise},
       {"bias_add", F::elementwise},
       {"bias_grad", F::elementwise},
+      {"bias_grad_copy", F::elementwise},
       {"bias_gelu_forward", F::elementwise},
       {"bias_gelu_backward", F::elementwise},
       {"bias_gelu_backward_copy", F::elementwise},
