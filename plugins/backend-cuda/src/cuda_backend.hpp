@@ -31,6 +31,7 @@
 #include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/gemm_extent_alignment.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
 #include "loom/sdk/ops/memory_usage.hpp"
 #include "loom/sdk/ops/op_profiler.hpp"
@@ -66,6 +67,7 @@ class CudaBackend final : public loom::Backend,
                           public loom::LinearBias,
                           public loom::BiasGeluBackwardCopy,
                           public loom::BiasGradCopy,
+                          public loom::GemmExtentAlignment,
                           public loom::TransferCounter,
                           public loom::OpProfiler,
                           public loom::MemoryUsage {
@@ -181,6 +183,13 @@ class CudaBackend final : public loom::Backend,
   // BiasGradCopy (named interface; bias_activations.cu): bias_grad's column-sum pass also stores
   // each element's 16-bit copy as it reads it.
   void bias_grad_copy(const loom::Tensor& dy, const loom::Tensor& dbias, const loom::Tensor& dy_compute) override;
+
+  // GemmExtentAlignment (named interface): 8 for bf16/f16 operands, whose cuBLASLt Tensor-Core
+  // kernels load 16-byte vectors (an extent such as the vocabulary's 30,522 leaves them `align2`
+  // kernels); 1 for f32, where no profile has asked for it.
+  int64_t gemm_extent_multiple(loom::DType operand) const override {
+    return operand == loom::DType::bf16 || operand == loom::DType::f16 ? 8 : 1;
+  }
 
   // BiasGeluBackwardCopy (named interface; bias_activations.cu): the bias + GELU backward kernel
   // stores dx's 16-bit copy in the pass that computes dx.

@@ -1,7 +1,7 @@
 // The backend-cuda plugin: component backend/cuda, offering fused attention, its device description,
 // the optimizer passes (which also write the 16-bit working copy), the fused residual + LayerNorm,
 // the linear layer with its bias in the GEMM's epilogue, bias + GELU backward and the bias gradient
-// with their 16-bit copies,
+// with their 16-bit copies, the extent multiple its GEMMs want,
 // the count of the host's waits for the device, per-op timing and its memory usage.
 #include "loom/sdk/plugin.hpp"
 
@@ -16,5 +16,6 @@ LOOM_PLUGIN(
         loom::offers<loom::FusedAttention, loom::DeviceDescription, loom::OptimizerSteps,
                      loom::OptimizerWorkingCopy, loom::ResidualLayerNorm,
                      loom::ResidualLayerNormBackwardCopy, loom::LinearBias,
-                     loom::BiasGeluBackwardCopy, loom::BiasGradCopy, loom::TransferCounter, loom::OpProfiler,
+                     loom::BiasGeluBackwardCopy, loom::BiasGradCopy, loom::GemmExtentAlignment,
+                     loom::TransferCounter, loom::OpProfiler,
                      loom::MemoryUsage>{}))

@@ -7,12 +7,17 @@
 //   loss       = CE_mean(logits, masked_labels) + CE_mean(nsp_logits, next_sentence_labels)
 // Logit rows are padded to Vp = vocab rounded up to 8 (aligned rows, as NVIDIA pads); the padding
 // columns are never computed nor read, and no parameter is padded (docs/decisions/vocab-padding.md).
+// Where the backend's GEMMs want their extents a multiple of m (GemmExtentAlignment: 8 for 16-bit
+// operands on backend/cuda), the three decoder GEMMs run over the first V − V mod m classes, an
+// aligned extent, and over the remaining V mod m classes in a small GEMM each; no GEMM reads or
+// writes past the weight, its gradient or the class columns, and no memory is added.
 // Forward computes the losses and, per labelled row, whether its first arg-max is its label (the
 // loss op finds the maximum anyway): output masked_prediction_correct, from which a log step's
 // masked-LM accuracy is M × 4 bytes to read instead of the [M, V] logits. Backward recomputes the
 // softmax while turning the logits into their gradient in place, so the logits stay readable as an
 // output until backward.
 #include "components.hpp"
+#include "loom/sdk/ops/gemm_extent_alignment.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "pooler.hpp"
 
@@ -25,6 +30,14 @@ using loom::Tensor;
 class PretrainingHeads final : public PoolerHead {
  public:
   explicit PretrainingHeads(loom::ComponentContext&) : PoolerHead("block/bert.pretraining-heads") {}
+
+  void setup(const loom::BlockSetup& setup) override {
+    PoolerHead::setup(setup);
+    const auto* alignment = loom::find_backend_interface<loom::GemmExtentAlignment>(setup);
+    const int64_t multiple = alignment != nullptr ? alignment->gemm_extent_multiple(compute_) : 1;
+    const int64_t V = config_.vocab_size;
+    aligned_vocab_ = multiple > 1 && V > multiple ? V - V % multiple : V;
+  }
 
   loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
     RegionCarver saved(nullptr, 0, {}, name_.c_str());
@@ -60,7 +73,10 @@ class PretrainingHeads final : public PoolerHead {
       const Tensor z_c = to_compute(s_.z, s_.z_c);
       const Tensor logits = class_columns(s_.logits);
       be().copy(broadcast_rows(master(decoder_bias_), M), logits);
-      be().gemm(z_c, false, compute(decoder_weight_), true, logits, 1.0f, 1.0f);
+      for_vocab_parts([&](int64_t at, int64_t n) {
+        be().gemm(z_c, false, compute(decoder_weight_).narrow(0, at, n), true, logits.narrow(1, at, n), 1.0f,
+                  1.0f);
+      });
       be().cross_entropy(s_.logits, batch.masked_labels, config_.vocab_size, loom::kIgnoreIndex, 1.0f,
                          s_.mlm_loss, {}, {}, s_.mlm_correct);
     } else {
@@ -90,8 +106,12 @@ class PretrainingHeads final : public PoolerHead {
         d_logits_c = class_columns(w.d_logits_c);
       }
       const Tensor z_c = reduced() ? s_.z_c : s_.z;
-      be().gemm(d_logits_c, true, z_c, false, grad(decoder_weight_), 1.0f, 1.0f);
-      be().gemm(d_logits_c, false, compute(decoder_weight_), false, w.d_rows_a, 1.0f, 0.0f);
+      for_vocab_parts([&](int64_t at, int64_t n) {
+        const Tensor d_part = d_logits_c.narrow(1, at, n);
+        be().gemm(d_part, true, z_c, false, grad(decoder_weight_).narrow(0, at, n), 1.0f, 1.0f);
+        be().gemm(d_part, false, compute(decoder_weight_).narrow(0, at, n), false, w.d_rows_a, 1.0f,
+                  at == 0 ? 0.0f : 1.0f);
+      });
       be().layernorm_backward(w.d_rows_a, s_.activated, master(ln_gamma_), s_.mean, s_.rstd, w.d_rows_b,
                               grad(ln_gamma_), grad(ln_beta_), false);
       be().bias_gelu_backward(w.d_rows_b, s_.transform, master(transform_bias_), w.d_rows_b,
@@ -140,6 +160,13 @@ class PretrainingHeads final : public PoolerHead {
   };
 
   int64_t padded_vocab() const { return loom::padded_vocab_size(config_); }
+  /// Calls f(at, n) for the class ranges [at, at + n) the decoder GEMMs run over: [0, V) alone, or
+  /// the aligned [0, aligned_vocab_) and then the remainder [aligned_vocab_, V).
+  template <typename F>
+  void for_vocab_parts(F&& f) const {
+    f(int64_t{0}, aligned_vocab_);
+    if (aligned_vocab_ < config_.vocab_size) f(aligned_vocab_, config_.vocab_size - aligned_vocab_);
+  }
   /// The class columns [M, V] of padded logits [M, Vp] (row stride Vp).
   Tensor class_columns(const Tensor& logits) const { return logits.narrow(1, 0, config_.vocab_size); }
   /// bias [V] seen as [M, V] with row stride 0.
@@ -207,6 +234,9 @@ class PretrainingHeads final : public PoolerHead {
 
   Saved s_;
   int64_t batch_ = 0, masked_ = 0;
+  /// Classes in the decoder GEMMs' aligned part: V less V mod the backend's GEMM extent multiple,
+  /// or V where the backend wants none (GemmExtentAlignment not offered, or 1 for compute_).
+  int64_t aligned_vocab_ = 0;
   size_t decoder_bias_ = 0, transform_weight_ = 0, transform_bias_ = 0, ln_gamma_ = 0, ln_beta_ = 0,
          decoder_weight_ = 0, nsp_weight_ = 0, nsp_bias_ = 0;
 };

@@ -109,17 +109,17 @@ loom::host::HostBatch SmallBatch::view() const {
 
 BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
                            const SmallBatch& batch, bool fused_attention, bool named_interfaces,
-                           bool flat_parameters)
+                           bool flat_parameters, loom_query_interface_fn interfaces)
     : config_(config), compute_(compute), backend_(cpu_backend(1, fused_attention)) {
   const auto* entry = registry().find(LOOM_KIND_BLOCK, component);
   if (entry == nullptr) throw std::runtime_error("block/" + component + " not found");
   ComponentConfig options;
   options.table_name = "model";
   block_ = registry().create<loom::Block>(*entry, options, false);
-  const loom::BlockSetup setup{
-      &config_, &backend_,
-      compute,  0,
-      nullptr,  named_interfaces ? cpu_backend_component(1, fused_attention).interfaces() : nullptr};
+  loom_query_interface_fn queried = interfaces;
+  if (queried == nullptr && named_interfaces)
+    queried = cpu_backend_component(1, fused_attention).interfaces();
+  const loom::BlockSetup setup{&config_, &backend_, compute, 0, nullptr, queried};
   block().setup(setup);
   std::vector<size_t> offsets;  // in the flat buffers
   size_t total = 0;
@@ -128,8 +128,10 @@ BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig
     offsets.push_back(total);
     total = (total + count(i) + 15) / 16 * 16;
   }
-  const size_t unit = compute == loom::DType::bf16 ? 2 : 4;  // bytes of a working-copy element
+  const size_t unit = loom::dtype_size(compute);  // bytes of a working-copy element
   if (flat_parameters) {
+    for (size_t i = 0; i < specs_.size(); ++i)
+      gaps_.emplace_back(offsets[i] + count(i), i + 1 < offsets.size() ? offsets[i + 1] : total);
     master_.emplace_back(backend_, total * 4);
     grad_.emplace_back(backend_, total * 4);
     working_.emplace_back(backend_, total * unit);
@@ -149,9 +151,9 @@ BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig
                                         s.shape, s.ndim);
     v.grad = loom::Tensor::contiguous(static_cast<float*>(grad_[buffer].data()) + at, loom::DType::f32,
                                       s.shape, s.ndim);
-    v.compute = compute == loom::DType::bf16
+    v.compute = compute != loom::DType::f32
                     ? loom::Tensor::contiguous(static_cast<char*>(working_[buffer].data()) + at * unit,
-                                               loom::DType::bf16, s.shape, s.ndim)
+                                               compute, s.shape, s.ndim)
                     : v.master;
     views_.push_back(v);
   }
@@ -204,12 +206,12 @@ void BlockHarness::randomize(uint32_t seed, float scale) {
 }
 
 void BlockHarness::sync_compute() {
-  if (compute_ != loom::DType::bf16) return;
+  if (compute_ == loom::DType::f32) return;
   for (size_t i = 0; i < specs_.size(); ++i) {
     const loom::Tensor m =
         loom::Tensor::contiguous(views_[i].master.data, loom::DType::f32, {static_cast<int64_t>(count(i))});
     const loom::Tensor w =
-        loom::Tensor::contiguous(views_[i].compute.data, loom::DType::bf16, {static_cast<int64_t>(count(i))});
+        loom::Tensor::contiguous(views_[i].compute.data, compute_, {static_cast<int64_t>(count(i))});
     backend_.cast(m, w);
   }
 }
@@ -236,6 +238,9 @@ double BlockHarness::objective(bool training) {
 
 double BlockHarness::gradients(bool training) {
   for (auto& g : grad_) std::memset(g.data(), 0, g.bytes());
+  for (const auto& [begin, end] : gaps_)
+    std::fill(static_cast<float*>(grad_[0].data()) + begin, static_cast<float*>(grad_[0].data()) + end,
+              kGapSentinel);
   const double value = objective(training);
   const loom::BatchView& batch = *batch_view_;
   loom::StepArgs args{&batch,           saved_.data(),    saved_.bytes(), scratch_.data(),
@@ -249,6 +254,12 @@ double BlockHarness::gradients(bool training) {
   block().backward(args, role == loom::BlockRole::head ? loom::Tensor{} : d_out,
                    role == loom::BlockRole::embeddings ? loom::Tensor{} : d_in);
   return value;
+}
+
+std::vector<float> BlockHarness::gradient_gap(size_t i) const {
+  if (i >= gaps_.size()) throw std::runtime_error("gradient_gap: parameters are not flat");
+  const float* g = static_cast<const float*>(grad_[0].data());
+  return std::vector<float>(g + gaps_[i].first, g + gaps_[i].second);
 }
 
 std::vector<float> BlockHarness::output() const {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loom/sdk/backend.hpp"
@@ -50,10 +51,12 @@ class BlockHarness {
   /// attention, no ResidualLayerNorm), so it runs the separate ops of loom::Backend only.
   /// `flat_parameters`: the parameters live in one buffer per kind (master, gradient, working
   /// copy) at 16-float-aligned offsets in declaration order, as the host lays them out, instead of
-  /// a buffer each.
+  /// a buffer each. `interfaces`, when given, answers the block's questions for named interfaces
+  /// instead of the backend's component (a test that offers an interface backend/cpu does not).
+  /// `compute` f32, bf16 or f16: the 16-bit dtypes get a working copy cast from the master values.
   BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
                const SmallBatch& batch, bool fused_attention = false, bool named_interfaces = true,
-               bool flat_parameters = false);
+               bool flat_parameters = false, loom_query_interface_fn interfaces = nullptr);
 
   loom::Block& block() const { return *block_.get(); }
   size_t parameter_count() const { return specs_.size(); }
@@ -61,6 +64,10 @@ class BlockHarness {
   /// Master values of parameter i (host-addressable: backend/cpu).
   float* values(size_t i) const { return static_cast<float*>(views_[i].master.data); }
   const float* gradient(size_t i) const { return static_cast<const float*>(views_[i].grad.data); }
+  /// With flat parameters: the gradient buffer's floats between parameter i's gradient and the
+  /// next one's (its alignment gap), which gradients() fills with kGapSentinel before backward.
+  std::vector<float> gradient_gap(size_t i) const;
+  static constexpr float kGapSentinel = -1234.5f;
   size_t count(size_t i) const;
   /// The block's input [B, T, H] (layers and heads), host-addressable.
   float* input() const { return static_cast<float*>(input_.data()); }
@@ -85,7 +92,8 @@ class BlockHarness {
   loom::host::Component<loom::Block> block_;
   std::vector<loom::ParameterSpec> specs_;
   std::vector<loom::Buffer> master_, grad_, working_;
-  std::vector<loom::ParameterView> views_;  // parameter i's views into those buffers
+  std::vector<loom::ParameterView> views_;       // parameter i's views into those buffers
+  std::vector<std::pair<size_t, size_t>> gaps_;  // flat: [begin, end) floats after parameter i
   std::unique_ptr<loom::host::BatchStaging> staging_;
   const loom::BatchView* batch_view_ = nullptr;
   loom::Buffer input_, d_input_, output_, d_output_, saved_, scratch_;
