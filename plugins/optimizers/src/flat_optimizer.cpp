@@ -129,6 +129,24 @@ void FlatOptimizer::check_finite_norm(double grad_norm, bool weights_changed) co
                                        : "the weights were left unchanged"));
 }
 
+loom::GradientScaling FlatOptimizer::clipped_scaling(double grad_scale, loom::ClipRule rule) const {
+  return {grad_scale, max_grad_norm_, max_grad_norm_ > 0 ? rule : loom::ClipRule::none};
+}
+
+double FlatOptimizer::host_clip_divisor(const float* grads, double grad_scale, loom::ClipRule rule) const {
+  if (max_grad_norm_ <= 0) return 1.0;
+  const double grad_norm = global_norm(grads, grad_scale);
+  check_finite_norm(grad_norm);
+  return loom_optimizer::clip_divisor(rule, grad_norm, max_grad_norm_);
+}
+
+loom::OptimizerStepResult FlatOptimizer::finish_host_pass(double total, double grad_scale, double divisor) {
+  const double grad_norm = loom_optimizer::unscaled_norm(total, grad_scale);
+  check_finite_norm(grad_norm, /*weights_changed=*/true);
+  ++steps_;
+  return {grad_norm, divisor, steps_};
+}
+
 // ---- the backend path ---------------------------------------------------------------------------
 
 void FlatOptimizer::attach(loom::Backend& backend, loom::OptimizerSteps& steps) {

@@ -68,6 +68,14 @@ class FlatOptimizer : public loom::Optimizer,
   /// Throws when the gradient norm is not finite (the precision policy should have skipped).
   /// `weights_changed`: the norm came out of the update pass itself, so the weights are damaged.
   void check_finite_norm(double grad_norm, bool weights_changed = false) const;
+  /// The step's gradient scaling on a backend: clipping by `rule` when max_grad_norm > 0, else none.
+  loom::GradientScaling clipped_scaling(double grad_scale, loom::ClipRule rule) const;
+  /// Before a host pass that sums Σ g² on its way: the clip divisor under `rule` from a norm pass
+  /// of its own when clipping is on (checked finite), else 1.
+  double host_clip_divisor(const float* grads, double grad_scale, loom::ClipRule rule) const;
+  /// After such a pass, whose Σ g² is `total`: the norm checked (the weights have changed), the step
+  /// counted, and its result.
+  loom::OptimizerStepResult finish_host_pass(double total, double grad_scale, double divisor);
   /// Σ x² per work block into block_sums_ (in parallel); returns the total in block order.
   double sum_squares_by_block(const float* x) const;
 

@@ -31,11 +31,6 @@ loom::AdamConstants NvLamb::constants() const {
   return loom_optimizer::adam_constants(beta1_, beta2_, eps_, bias_correction_, steps_ + 1);
 }
 
-loom::GradientScaling NvLamb::scaling(double grad_scale) const {
-  return {grad_scale, max_grad_norm(),
-          max_grad_norm() > 0 ? loom::ClipRule::above_max : loom::ClipRule::none};
-}
-
 loom::OptimizerStepResult NvLamb::step(float* params, const float* grads,
                                        const loom::OptimizerStepArgs& args) {
   check_step(params, grads, args);
@@ -53,7 +48,7 @@ loom::OptimizerStepResult NvLamb::step(float* params, const float* grads,
 void NvLamb::step_on_backend(const loom::Tensor& params, const loom::Tensor& grads,
                              const loom::OptimizerStepArgs& args) {
   check_backend_step(args);
-  passes().lamb_step(plan(), params, grads, backend_tensor(0), backend_tensor(1), scaling(args.grad_scale),
+  passes().lamb_step(plan(), params, grads, backend_tensor(0), backend_tensor(1), clipped_scaling(args.grad_scale, loom::ClipRule::above_max),
                      constants(), args.lr);
   ++steps_;
 }

@@ -19,7 +19,6 @@ class NvLamb final : public FlatOptimizer {
  private:
   /// The f32 constants of the step about to be taken (t = successful_steps + 1).
   loom::AdamConstants constants() const;
-  loom::GradientScaling scaling(double grad_scale) const;
 
   double beta1_;
   double beta2_;

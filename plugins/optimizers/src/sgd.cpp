@@ -32,29 +32,20 @@ loom::SgdConstants Sgd::constants() const {
 
 loom::OptimizerStepResult Sgd::step(float* params, const float* grads, const loom::OptimizerStepArgs& args) {
   check_step(params, grads, args);
-  double divisor = 1.0;
-  if (max_grad_norm() > 0) {
-    const double grad_norm = global_norm(grads, args.grad_scale);
-    check_finite_norm(grad_norm);
-    divisor = loom_optimizer::clip_divisor(loom::ClipRule::torch_rule, grad_norm, max_grad_norm());
-  }
+  const double divisor = host_clip_divisor(grads, args.grad_scale, loom::ClipRule::torch_rule);
   float* buffer = num_state_tensors() > 0 ? state(0) : nullptr;
   const double total = loom_optimizer::sgd_pass<true>(
       for_each_block(), pass_segments(), blocks(), params, grads, buffer, constants(),
       loom_optimizer::gradient_multiplier(args.grad_scale, divisor), static_cast<float>(args.lr),
       block_sums_);
-  const double grad_norm = loom_optimizer::unscaled_norm(total, args.grad_scale);
-  check_finite_norm(grad_norm, /*weights_changed=*/true);
-  ++steps_;
-  return {grad_norm, divisor, steps_};
+  return finish_host_pass(total, args.grad_scale, divisor);
 }
 
 void Sgd::step_on_backend(const loom::Tensor& params, const loom::Tensor& grads,
                           const loom::OptimizerStepArgs& args) {
   check_backend_step(args);
-  const loom::ClipRule clip = max_grad_norm() > 0 ? loom::ClipRule::torch_rule : loom::ClipRule::none;
   passes().sgd_step(plan(), params, grads, num_state_tensors() > 0 ? backend_tensor(0) : loom::Tensor{},
-                    {args.grad_scale, max_grad_norm(), clip}, constants(), args.lr);
+                    clipped_scaling(args.grad_scale, loom::ClipRule::torch_rule), constants(), args.lr);
   ++steps_;
 }
 

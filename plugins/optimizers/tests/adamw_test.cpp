@@ -29,10 +29,7 @@ struct AdamReference {
         change_magnitude(p.total) {}
 
   void apply(const FlatProblem& p, const std::vector<float>& g, double grad_scale, const AdamSettings& s) {
-    double squares = 0;
-    for (const auto& seg : p.segments)
-      for (size_t i = seg.offset; i < seg.offset + seg.count; ++i) squares += std::pow(g[i] * grad_scale, 2);
-    last_norm = std::sqrt(squares);
+    last_norm = loom_optim_test::scaled_norm(p, g, grad_scale);
     // SQuAD's GradientClipper / torch clip_grad_norm_: coefficient max / (N + 1e-6) when below 1.
     const double coefficient = s.max_grad_norm > 0 ? s.max_grad_norm / (last_norm + 1e-6) : 1.0;
     last_divisor = coefficient < 1 ? 1 / coefficient : 1.0;

@@ -4,6 +4,7 @@
 // and gaps no segment covers (which must stay untouched). Random data from a fixed seed.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -27,6 +28,14 @@ struct FlatProblem {
     return segments.data();
   }
 };
+
+/// The global norm ‖g·grad_scale‖ over the problem's segments, in double precision (the references').
+inline double scaled_norm(const FlatProblem& p, const std::vector<float>& g, double grad_scale) {
+  double squares = 0;
+  for (const auto& seg : p.segments)
+    for (size_t i = seg.offset; i < seg.offset + seg.count; ++i) squares += std::pow(g[i] * grad_scale, 2);
+  return std::sqrt(squares);
+}
 
 /// `grad_std`: spread of the unscaled gradients; `grad_multiplier`: the loss scale baked into them.
 inline FlatProblem make_flat_problem(uint32_t seed, int steps, float grad_std, float grad_multiplier) {

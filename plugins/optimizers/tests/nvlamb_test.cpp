@@ -34,10 +34,7 @@ struct LambReference {
         change_magnitude(p.total) {}
 
   void apply(const FlatProblem& p, const std::vector<float>& g, double grad_scale, const LambSettings& s) {
-    double squares = 0;
-    for (const auto& seg : p.segments)
-      for (size_t i = seg.offset; i < seg.offset + seg.count; ++i) squares += std::pow(g[i] * grad_scale, 2);
-    last_norm = std::sqrt(squares);
+    last_norm = loom_optim_test::scaled_norm(p, g, grad_scale);
     last_divisor = s.max_grad_norm > 0 && last_norm > s.max_grad_norm ? last_norm / s.max_grad_norm : 1.0;
     ++step;
     const double bc1 = s.bias_correction ? 1 - std::pow(s.beta1, step) : 1;
