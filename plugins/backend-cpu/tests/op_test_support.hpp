@@ -1,6 +1,6 @@
 // Shared pieces of backend-cpu's own tests (what every backend's ops compute is tested in
-// tests/backend_ops): views of std::vectors, seeded random data, f16 copies and a closeness check
-// that reports the worst element.
+// tests/backend_ops): views of std::vectors and f16 copies, with the harness's seeded random data
+// and closeness check.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend_ops/checks.hpp"
+#include "backend_ops/references.hpp"
 #include "cpu_backend.hpp"
 #include "loom/sdk/tensor.hpp"
 
@@ -25,35 +27,15 @@ loom::Tensor view(std::vector<T>& v, std::initializer_list<int64_t> shape) {
   return t;
 }
 
-/// `n` uniform values in [lo, hi), reproducible for a given seed.
-inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 engine(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(engine);
-  return v;
-}
+/// Seeded data: the backend-ops harness's (tests/backend_ops/references.hpp).
+using loom_backend_ops::random_floats;
 
-/// Expects |actual − expected| ≤ atol + rtol·|expected| everywhere; reports the worst element.
+/// Expects |actual − expected| ≤ atol + rtol·|expected| everywhere; reports the worst element (the
+/// harness's check, tests/backend_ops/checks.hpp).
 template <typename A, typename E>
 void expect_close(const std::vector<A>& actual, const std::vector<E>& expected, double rtol, double atol,
                   const std::string& what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  double worst = 0;
-  size_t worst_index = 0;
-  bool ok = true;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const double a = static_cast<double>(actual[i]), e = static_cast<double>(expected[i]);
-    const double excess = std::abs(a - e) - (atol + rtol * std::abs(e));
-    if (!(excess <= 0)) ok = false;
-    if (!(excess <= worst)) {
-      worst = std::isnan(excess) ? INFINITY : excess;
-      worst_index = i;
-    }
-  }
-  EXPECT_TRUE(ok) << what << ": element " << worst_index << " is " << static_cast<double>(actual[worst_index])
-                  << ", expected " << static_cast<double>(expected[worst_index]) << " (rtol " << rtol
-                  << ", atol " << atol << ")";
+  loom_backend_ops::expect_close(actual, expected, loom_backend_ops::Tolerance{rtol, atol}, what);
 }
 
 /// 16-bit copies (loom::BFloat16 or loom::Half) of f32 values, rounded to nearest even.

@@ -1,7 +1,7 @@
 // Shared pieces of the backend/cuda tests: skipping without a GPU (LOOM_SKIP_WITHOUT_CUDA, from
 // tests/gpu/gpu_requirement.hpp: a failure instead under LOOM_REQUIRE_GPU=1), host tensors of any
-// dtype (the backend-ops harness's HostTensor), device copies of them, seeded random data and a
-// closeness check naming the worst element.
+// dtype, seeded random data and the comparisons (the backend-ops harness's HostTensor, references
+// and checks), and device copies of host tensors.
 //
 // Every op test runs the same op on backend/cpu (CpuBackend(1), the reference) and on the GPU
 // from the same inputs and compares the results.
@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "backend_ops/checks.hpp"
+#include "backend_ops/references.hpp"
 #include "backend_ops/tensors.hpp"
 #include "cpu_backend.hpp"
 #include "cuda_backend.hpp"
@@ -52,55 +54,17 @@ struct DeviceTensor {
   loom::Buffer buffer;
 };
 
-/// `n` uniform values in [lo, hi), reproducible for a given seed.
-inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 engine(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(engine);
-  return v;
-}
-
-/// `n` ids uniform in [0, vocab), reproducible for a given seed.
-inline std::vector<int64_t> random_ids(size_t n, int64_t vocab, uint32_t seed) {
-  std::mt19937 engine(seed);
-  std::uniform_int_distribution<int64_t> dist(0, vocab - 1);
-  std::vector<int64_t> ids(n);
-  for (auto& id : ids) id = dist(engine);
-  return ids;
-}
+/// Seeded data and the comparisons: the backend-ops harness's (references.hpp, checks.hpp).
+using loom_backend_ops::expect_equal;
+using loom_backend_ops::expect_error_naming;
+using loom_backend_ops::expect_same_bits;
+using loom_backend_ops::random_floats;
+using loom_backend_ops::random_ids;
 
 /// Expects |actual − expected| ≤ atol + rtol·|expected| everywhere; reports the worst element.
 inline void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, double rtol,
                          double atol, const std::string& what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  double worst = 0;
-  size_t worst_index = 0;
-  bool ok = true;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const double a = actual[i], e = expected[i];
-    const double excess = std::abs(a - e) - (atol + rtol * std::abs(e));
-    if (!(excess <= 0)) ok = false;
-    if (!(excess <= worst)) {
-      worst = std::isnan(excess) ? INFINITY : excess;
-      worst_index = i;
-    }
-  }
-  EXPECT_TRUE(ok) << what << ": worst element " << worst_index << " is " << actual[worst_index]
-                  << ", expected " << expected[worst_index] << " (excess " << worst << " over atol " << atol
-                  << " + rtol " << rtol << "·|expected|)";
-}
-
-/// Expects bit-identical floats.
-inline void expect_equal(const std::vector<float>& actual, const std::vector<float>& expected,
-                         const std::string& what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  for (size_t i = 0; i < actual.size(); ++i)
-    if (std::memcmp(&actual[i], &expected[i], sizeof(float)) != 0) {
-      ADD_FAILURE() << what << ": element " << i << " is " << actual[i] << ", expected exactly "
-                    << expected[i];
-      return;
-    }
+  loom_backend_ops::expect_close(actual, expected, loom_backend_ops::Tolerance{rtol, atol}, what);
 }
 
 /// Tolerances of a result computed in f32 and stored as `dtype`.

@@ -13,20 +13,6 @@ using loom::DType;
 
 constexpr float kEps = 1e-5f;
 
-/// `call` throws a loom::Error whose message holds every one of `words`.
-template <typename Call>
-void expect_error_naming(Call&& call, const std::vector<std::string>& words) {
-  try {
-    call();
-  } catch (const loom::Error& e) {
-    const std::string message = e.what();
-    for (const std::string& word : words)
-      EXPECT_NE(message.find(word), std::string::npos) << "\"" << word << "\" missing from: " << message;
-    return;
-  }
-  ADD_FAILURE() << "no loom::Error was thrown (expected one naming " << words.front() << ")";
-}
-
 TEST_F(CudaOpTest, ResidualLayerNormRowsWiderThan16384AreRefused) {
   // Wider rows than a block's registers hold: this backend's own limit, named.
   const int64_t wide = 16384 + 4;

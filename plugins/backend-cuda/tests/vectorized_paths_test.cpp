@@ -65,28 +65,6 @@ HostTensor slice(const HostTensor& host, int64_t first, int64_t count, std::vect
   return out;
 }
 
-/// Expects `count` elements of `actual` from `actual_first` to have exactly the bits of those of
-/// `expected` from `expected_first`; names the first that differs (never prints whole tensors).
-void expect_same_bits(const HostTensor& actual, int64_t actual_first, const HostTensor& expected,
-                      int64_t expected_first, int64_t count, const std::string& what) {
-  ASSERT_EQ(actual.dtype, expected.dtype) << what;
-  ASSERT_LE(actual_first + count, actual.numel()) << what;
-  ASSERT_LE(expected_first + count, expected.numel()) << what;
-  const size_t size = loom::dtype_size(actual.dtype);
-  const unsigned char* a = actual.bytes.data() + static_cast<size_t>(actual_first) * size;
-  const unsigned char* e = expected.bytes.data() + static_cast<size_t>(expected_first) * size;
-  if (std::memcmp(a, e, static_cast<size_t>(count) * size) == 0) return;
-  for (int64_t i = 0; i < count; ++i)
-    if (std::memcmp(a + static_cast<size_t>(i) * size, e + static_cast<size_t>(i) * size, size) != 0) {
-      ADD_FAILURE() << what << ": element " << i << " is " << actual.get(actual_first + i)
-                    << ", expected exactly " << expected.get(expected_first + i);
-      return;
-    }
-}
-void expect_same_bits(const HostTensor& actual, const HostTensor& expected, const std::string& what) {
-  ASSERT_EQ(actual.shape, expected.shape) << what;
-  expect_same_bits(actual, 0, expected, 0, actual.numel(), what);
-}
 
 std::string gelu_name(loom::Gelu variant) {
   return variant == loom::Gelu::erf ? "erf" : "tanh";
