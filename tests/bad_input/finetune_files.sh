@@ -171,19 +171,7 @@ for name, content in files.items():
     json.dump(content, open(f"{sys.argv[1]}/{name}.json", "w"))
 open(f"{sys.argv[1]}/squad_cut.json", "w").write(json.dumps(squad())[:200])
 PY
-cat > "$work/squad.toml" <<TOML
-[run]
-name = "squad"
-output_dir = "$work/runs"
-
-[backend]
-component = "cpu"
-threads = 1
-
-[tokenizer]
-component = "wordpiece"
-vocab = "$glue/vocab.txt"
-
+{ recipe_head squad; cat <<TOML; recipe_tail bert.span-head 1; } > "$work/squad.toml"
 [data]
 component = "squad"
 file = "$work/squad_ok.json"
@@ -192,19 +180,6 @@ doc_stride = 16
 max_query_length = 8
 batch_size = 8
 
-[model]
-config = "$glue/tiny-bert.json"
-blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.span-head"]
-
-[optimizer]
-component = "adamw"
-lr = 1e-3
-
-[schedule]
-component = "constant"
-
-[train]
-steps = 1
 TOML
 squad() { refused 2 "$(lit "$work/$1: $2")" "$work/squad.toml" --set "data.file=$work/$1" "${@:3}"; }
 expect_ok "SQuAD training file without problems" -- "$loom" run "$work/squad.toml" --quiet

@@ -75,14 +75,14 @@ remanifest() {
   cp "$work/MANIFEST" "$1/MANIFEST"
 }
 
-# The [run], [backend] and [tokenizer] tables the recipes built by these helpers start with: run NAME,
-# seed 3, runs under $work, one CPU thread, the GLUE fixture's vocabulary.
+# The [run], [backend] and [tokenizer] tables every recipe of the suite starts with: run NAME (seed
+# SEED when given), runs under $work, one CPU thread, the GLUE fixture's vocabulary.
 recipe_head() {
   cat <<TOML
 [run]
 name = "$1"
-seed = 3
-output_dir = "$work/runs"
+${2:+seed = $2
+}output_dir = "$work/runs"
 
 [backend]
 component = "cpu"
@@ -95,8 +95,29 @@ vocab = "$glue/vocab.txt"
 TOML
 }
 
+# The tables every recipe of the suite ends with: the tiny BERT with head block HEAD, AdamW at 1e-3,
+# a constant schedule, STEPS steps and the [train] lines EXTRA.
+recipe_tail() {
+  cat <<TOML
+[model]
+config = "$glue/tiny-bert.json"
+blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "$1"]
+
+[optimizer]
+component = "adamw"
+lr = 1e-3
+
+[schedule]
+component = "constant"
+
+[train]
+steps = $2
+${3:-}
+TOML
+}
+
 classifier_recipe() {
-  { recipe_head "$1"; cat <<TOML; } > "$work/$1.toml"
+  { recipe_head "$1" 3; cat <<TOML; recipe_tail bert.classifier-head 2 "log_every = 1"; cat <<TOML2; } > "$work/$1.toml"
 [data]
 component = "text-classification"
 task = "mrpc"
@@ -112,26 +133,12 @@ max_seq_length = 32
 batch_size = 8
 shuffle = false
 
-[model]
-config = "$glue/tiny-bert.json"
-blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.classifier-head"]
-
-[optimizer]
-component = "adamw"
-lr = 1e-3
-
-[schedule]
-component = "constant"
-
-[train]
-steps = 2
-log_every = 1
-
+TOML
 [checkpoint]
 every = 0
 keep = 1
 ${2:-}
-TOML
+TOML2
 }
 
 span_recipe() {
@@ -145,7 +152,7 @@ paragraphs = [{"context": c, "qas": [{"id": f"q{i}", "question": q,
               for i, (c, q, a) in enumerate(facts)]
 json.dump({"version": "1.1", "data": [{"title": "facts", "paragraphs": paragraphs}]}, open(sys.argv[1], "w"))
 PY
-  { recipe_head "$1"; cat <<TOML; } > "$work/$1.toml"
+  { recipe_head "$1" 3; cat <<TOML; recipe_tail bert.span-head 2 "log_every = 1"; } > "$work/$1.toml"
 [data]
 component = "squad"
 file = "$work/facts.json"
@@ -154,20 +161,6 @@ doc_stride = 32
 max_query_length = 16
 batch_size = 8
 
-[model]
-config = "$glue/tiny-bert.json"
-blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.span-head"]
-
-[optimizer]
-component = "adamw"
-lr = 1e-3
-
-[schedule]
-component = "constant"
-
-[train]
-steps = 2
-log_every = 1
 TOML
 }
 

@@ -20,37 +20,12 @@ prep() { # OUTPUT SEQ_LENGTH
 prep "$work/shards" 32
 prep "$work/shards128" 128
 shards=$work/shards
-cat > "$work/pretrain.toml" <<TOML
-[run]
-name = "pretrain"
-output_dir = "$work/runs"
-
-[backend]
-component = "cpu"
-threads = 1
-
-[tokenizer]
-component = "wordpiece"
-vocab = "$glue/vocab.txt"
-
+{ recipe_head pretrain; cat <<TOML; recipe_tail bert.pretraining-heads 2; } > "$work/pretrain.toml"
 [data]
 component = "pretraining-shards"
 files = "$work/bad/training_*.hdf5"
 batch_size = 8
 
-[model]
-config = "$glue/tiny-bert.json"
-blocks = ["bert.embeddings", { block = "bert.encoder-layer", repeat = "num_hidden_layers" }, "bert.pretraining-heads"]
-
-[optimizer]
-component = "adamw"
-lr = 1e-3
-
-[schedule]
-component = "constant"
-
-[train]
-steps = 2
 TOML
 snapshot "$shards" "$work/shards128" "$glue"
 
