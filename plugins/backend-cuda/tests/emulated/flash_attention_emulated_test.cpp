@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attention_error_bounds.hpp"
+#include "backend_ops/references.hpp"
 #include "cpu_backend.hpp"
 #include "flash_attention_backward.cuh"
 #include "flash_attention_forward.cuh"
@@ -62,13 +63,7 @@ std::vector<float> widened(const std::vector<S>& v) {
   return out;
 }
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 engine(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(engine);
-  return v;
-}
+using loom_backend_ops::random_floats;  // the backend-ops harness's seeded data
 
 /// Runs kernel body K over the grid (blocks_x, bh_count) on the CPU; shared memory starts as NaN
 /// bytes in every block, so reading anything not staged shows.
