@@ -164,14 +164,15 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
       be().bias_gelu_backward(w.d_wide, s.u, master(ffn_in_bias_), w.d_wide, grad(ffn_in_bias_), gelu());
       d_wide_c = to_compute(w.d_wide, w.d_wide_c);
     }
+    // dh1 = the residual path's gradient (in d_res) + the feed-forward's: the GEMM adds onto d_res.
     const Tensor h1_c = reduced() ? s.h1_c : s.h1;
-    linear_backward(w.d_wide, d_wide_c, h1_c, ffn_in_weight_, Tensor{}, w.d_dense, 0.0f);
-    be().axpby(1.0f, w.d_res, 1.0f, w.d_dense);  // + residual path into h1
+    linear_backward(w.d_wide, d_wide_c, h1_c, ffn_in_weight_, Tensor{}, w.d_res, 1.0f);
 
-    // h1 = LayerNorm(x1), x1 = dropout(ctx·Woᵀ + bo) + x. d_q holds the dense layer's output
+    // h1 = LayerNorm(x1), x1 = dropout(ctx·Woᵀ + bo) + x. The residual path's gradient goes straight
+    // into dx, which the projections' GEMMs below add onto. d_q holds the dense layer's output
     // gradient until attention backward overwrites it.
-    const Tensor d_attention_out_c = add_norm_backward(step, 1, w.d_dense, s.x1, ln1_gamma_, ln1_beta_, out_bias_,
-                                                       s.mean1, s.rstd1, w.d_res, w.d_attention_out, w.d_dense_c);
+    const Tensor d_attention_out_c = add_norm_backward(step, 1, w.d_res, s.x1, ln1_gamma_, ln1_beta_, out_bias_,
+                                                       s.mean1, s.rstd1, dx, w.d_attention_out, w.d_dense_c);
     linear_backward(w.d_attention_out, d_attention_out_c, s.ctx, out_weight_, Tensor{}, w.d_ctx, 0.0f);
 
     if (fused_) {
@@ -183,18 +184,17 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
       attention_unfused_backward(step, s, w, B, T);
     }
 
-    // q, k, v = x·Wᵀ + b: weight/bias gradients and dx (plus the residual path from x1).
+    // q, k, v = x·Wᵀ + b: weight/bias gradients, and dx added onto the residual path's gradient.
     const Tensor input_c = reduced() ? s.x_c : input_;
     if (qkv_) {
       const Tensor d_qkv_c = bias_grad_operand(w.d_qkv, qkv_.bias_grad, w.d_qkv_c);
       be().gemm(d_qkv_c, true, input_c, false, qkv_.weight_grad, 1.0f, 1.0f);
-      be().gemm(d_qkv_c, false, qkv_.weight_compute, false, dx, 1.0f, 0.0f);
+      be().gemm(d_qkv_c, false, qkv_.weight_compute, false, dx, 1.0f, 1.0f);
     } else {
-      linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), input_c, q_weight_, grad(q_bias_), dx, 0.0f);
+      linear_backward(w.d_q, to_compute(w.d_q, w.d_dense_c), input_c, q_weight_, grad(q_bias_), dx, 1.0f);
       linear_backward(w.d_k, to_compute(w.d_k, w.d_dense_c), input_c, k_weight_, grad(k_bias_), dx, 1.0f);
       linear_backward(w.d_v, to_compute(w.d_v, w.d_dense_c), input_c, v_weight_, grad(v_bias_), dx, 1.0f);
     }
-    be().axpby(1.0f, w.d_res, 1.0f, dx);
   }
 
  private:
