@@ -136,35 +136,45 @@ TEST_P(Activations, BiasGeluEveryDtypeAsTheReference) {
 
 // BiasGeluBackwardCopy: dx, dbias bit for bit bias_gelu_backward's on the same backend, and
 // dx_compute the bits of cast(dx) there — at a width the vectorized path takes (768) and one it
-// does not (771), dx aliasing dy or not; a copy that is not 16-bit, or aliases dx, is refused.
+// does not (771), dx aliasing dy, separate or absent (then dbias and dx_compute as with it), with
+// and without dbias; a copy that is not 16-bit, or aliases dx, is refused.
 TEST_P(Activations, BiasGeluBackwardCopyIsTheOpThenTheCast) {
   LOOM_OFFERED_OR_SKIP(loom::BiasGeluBackwardCopy, op);
+  enum class Dx { separate, aliasing_dy, absent };
   const int64_t rows = 23;
   for (int64_t cols : {int64_t{768}, int64_t{771}})
     for (DType copy_dtype : {DType::bf16, DType::f16})
-      for (bool in_place : {false, true}) {
-        const std::string what = std::to_string(cols) + " columns, " + loom::dtype_name(copy_dtype) +
-                                 (in_place ? ", dx aliasing dy" : "");
-        const HostTensor x = HostTensor::of(random_floats(rows * cols, 61, -4.0f, 4.0f), DType::bf16, {rows, cols});
-        const HostTensor bias = HostTensor::of(random_floats(cols, 62), DType::f32, {cols});
-        const HostTensor dy = HostTensor::of(random_floats(rows * cols, 63), DType::f32, {rows, cols});
-        const HostTensor dbias0 = HostTensor::of(random_floats(cols, 64), DType::f32, {cols});
-        DeviceTensor x_dev = upload(x), b_dev = upload(bias);
-        // The separate ops on this backend.
-        DeviceTensor dy_a = upload(dy), dx_a = upload_zeros(DType::f32, {rows, cols}), dbias_a = upload(dbias0);
-        DeviceTensor copy_a = upload_zeros(copy_dtype, {rows, cols});
-        backend().bias_gelu_backward(dy_a.view(), x_dev.view(), b_dev.view(), in_place ? dy_a.view() : dx_a.view(),
-                                     dbias_a.view(), loom::Gelu::erf);
-        backend().cast(in_place ? dy_a.view() : dx_a.view(), copy_a.view());
-        // The op.
-        DeviceTensor dy_b = upload(dy), dx_b = upload_zeros(DType::f32, {rows, cols}), dbias_b = upload(dbias0);
-        DeviceTensor copy_b = upload_zeros(copy_dtype, {rows, cols});
-        op->bias_gelu_backward_copy(dy_b.view(), x_dev.view(), b_dev.view(), in_place ? dy_b.view() : dx_b.view(),
-                                    copy_b.view(), dbias_b.view(), loom::Gelu::erf);
-        expect_same_bits((in_place ? dy_b : dx_b).download(), (in_place ? dy_a : dx_a).download(), what + ": dx");
-        expect_same_bits(dbias_b.download(), dbias_a.download(), what + ": dbias");
-        expect_same_bits(copy_b.download(), copy_a.download(), what + ": dx_compute");
-      }
+      for (Dx dx_kind : {Dx::separate, Dx::aliasing_dy, Dx::absent})
+        for (bool with_dbias : {true, false}) {
+          const std::string what = std::to_string(cols) + " columns, " + loom::dtype_name(copy_dtype) +
+                                   (dx_kind == Dx::aliasing_dy ? ", dx aliasing dy"
+                                    : dx_kind == Dx::absent    ? ", no dx"
+                                                               : "") +
+                                   (with_dbias ? "" : ", no dbias");
+          const HostTensor x = HostTensor::of(random_floats(rows * cols, 61, -4.0f, 4.0f), DType::bf16, {rows, cols});
+          const HostTensor bias = HostTensor::of(random_floats(cols, 62), DType::f32, {cols});
+          const HostTensor dy = HostTensor::of(random_floats(rows * cols, 63), DType::f32, {rows, cols});
+          const HostTensor dbias0 = HostTensor::of(random_floats(cols, 64), DType::f32, {cols});
+          DeviceTensor x_dev = upload(x), b_dev = upload(bias);
+          // The separate ops on this backend.
+          DeviceTensor dy_a = upload(dy), dx_a = upload_zeros(DType::f32, {rows, cols}), dbias_a = upload(dbias0);
+          DeviceTensor copy_a = upload_zeros(copy_dtype, {rows, cols});
+          backend().bias_gelu_backward(dy_a.view(), x_dev.view(), b_dev.view(), dx_a.view(),
+                                       with_dbias ? dbias_a.view() : loom::Tensor{}, loom::Gelu::erf);
+          backend().cast(dx_a.view(), copy_a.view());
+          // The op.
+          DeviceTensor dy_b = upload(dy), dx_b = upload_zeros(DType::f32, {rows, cols}), dbias_b = upload(dbias0);
+          DeviceTensor copy_b = upload_zeros(copy_dtype, {rows, cols});
+          const loom::Tensor dx_view = dx_kind == Dx::separate    ? dx_b.view()
+                                       : dx_kind == Dx::aliasing_dy ? dy_b.view()
+                                                                    : loom::Tensor{};
+          op->bias_gelu_backward_copy(dy_b.view(), x_dev.view(), b_dev.view(), dx_view, copy_b.view(),
+                                      with_dbias ? dbias_b.view() : loom::Tensor{}, loom::Gelu::erf);
+          if (dx_kind != Dx::absent)
+            expect_same_bits((dx_kind == Dx::aliasing_dy ? dy_b : dx_b).download(), dx_a.download(), what + ": dx");
+          expect_same_bits(dbias_b.download(), dbias_a.download(), what + ": dbias");
+          expect_same_bits(copy_b.download(), copy_a.download(), what + ": dx_compute");
+        }
   DeviceTensor t = upload_zeros(DType::f32, {4, 8}), x16 = upload_zeros(DType::bf16, {4, 8});
   DeviceTensor f32_copy = upload_zeros(DType::f32, {4, 8});
   expect_error_naming(

@@ -118,6 +118,7 @@ void CpuBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& 
 
 // BiasGeluBackwardCopy: the separate ops, bias_gelu_backward then cast, so both paths give the
 // same bits (the named interface saves a GPU a pass; here it only keeps the blocks on one path).
+// Without dx the f32 result is computed in dy's place, as the interface allows.
 void CpuBackend::bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
                                          const loom::Tensor& dx, const loom::Tensor& dx_compute,
                                          const loom::Tensor& dbias, loom::Gelu variant) {
@@ -127,8 +128,9 @@ void CpuBackend::bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Ten
         return loom_backend::check_bias_gelu_backward_copy(check, dy, x, bias, dx, dx_compute, dbias);
       },
       [&](int64_t /*cols*/) {
-        bias_gelu_backward(dy, x, bias, dx, dbias, variant);
-        cast(dx, dx_compute);
+        const loom::Tensor& result = dx.defined() ? dx : dy;
+        bias_gelu_backward(dy, x, bias, result, dbias, variant);
+        cast(result, dx_compute);
       });
 }
 

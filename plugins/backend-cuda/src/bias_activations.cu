@@ -127,6 +127,28 @@ __global__ void bias_gelu_backward_quads_kernel(const float* dy, const SX* x, co
   }
 }
 
+/// bias_gelu_backward_kernel's dx as a column-sum term (column_sums.cuh), for dbias = its column
+/// sums: each element computed once, as that kernel computes it, stored to dx and to its 16-bit
+/// copy when those are given (null: not stored), and summed — dx is never read back. dx may alias dy.
+template <typename SX, typename SC>
+struct GeluGradientTerm {
+  const float* dy;
+  const SX* x;
+  const float* bias;
+  float* dx;
+  SC* copy;
+  int64_t cols;
+  bool erf_form;
+  __device__ void operator()(int64_t row, int64_t col, float* values) const {
+    const int64_t e = row * cols + col;
+    const float v = load(x, e) + (bias != nullptr ? bias[col] : 0.0f);
+    const float g = dy[e] * gelu_derivative(v, erf_form);
+    if (dx != nullptr) dx[e] = g;
+    if (copy != nullptr) store(copy, e, g);
+    values[0] = g;
+  }
+};
+
 __global__ void tanh_forward_kernel(const float* x, float* y, int64_t n) {
   LOOM_GRID_STRIDE(i, n) {
     y[i] = tanhf(x[i]);
@@ -294,25 +316,28 @@ void CudaBackend::gelu_gradient(const char* op, Contract&& contract, const loom:
         const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
         const auto* dys = static_cast<const float*>(dy.data);
         const auto* xs_data = static_cast<const SX*>(x.data);
-        auto* dxs = static_cast<float*>(dx.data);
+        auto* dxs = static_cast<float*>(dx.data);  // null when absent (bias_gelu_backward_copy)
         auto* copy = static_cast<SC*>(dx_compute.data);
         const bool erf_form = variant == loom::Gelu::erf;
-        if (cols % 4 == 0 && is_aligned16(dys) && is_quad_aligned<SX>(xs_data) && is_aligned16(dxs) &&
-            (b == nullptr || is_aligned16(b)) && (copy == nullptr || is_quad_aligned<SC>(copy)))
-          bias_gelu_backward_quads_kernel<SX, SC><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
-              dys, xs_data, b, dxs, copy, n / 4, cols / 4, erf_form);
-        else
-          bias_gelu_backward_kernel<SX, SC><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
-              dys, xs_data, b, dxs, copy, n, cols, erf_form);
         if (dbias.defined()) {
-          check_launch(op);
-          // dbias = column sums of dx: read back the dx just written (stream order) in fixed order.
+          // One pass computes, stores and sums each element (fixed order: the same dbias bits as
+          // summing a stored dx); an absent dx is never written.
           const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
           float* partial = static_cast<float*>(scratch(plan.scratch_floats(1) * sizeof(float)));
           float* const out[1] = {static_cast<float*>(dbias.data)};
-          accumulate_column_sums<1>(DenseColumnTerm{static_cast<const float*>(dx.data), cols}, plan, partial,
-                                    out, stream_);
+          accumulate_column_sums<1>(GeluGradientTerm<SX, SC>{dys, xs_data, b, dxs, copy, cols, erf_form}, plan,
+                                    partial, out, stream_);
+          return;
         }
+        // Without dbias an absent dx is computed in dy's place (the interface allows it).
+        float* result = dxs != nullptr ? dxs : static_cast<float*>(dy.data);
+        if (cols % 4 == 0 && is_aligned16(dys) && is_quad_aligned<SX>(xs_data) && is_aligned16(result) &&
+            (b == nullptr || is_aligned16(b)) && (copy == nullptr || is_quad_aligned<SC>(copy)))
+          bias_gelu_backward_quads_kernel<SX, SC><<<grid_for(n / 4, kThreads), kThreads, 0, stream_>>>(
+              dys, xs_data, b, result, copy, n / 4, cols / 4, erf_form);
+        else
+          bias_gelu_backward_kernel<SX, SC><<<grid_for(n, kThreads), kThreads, 0, stream_>>>(
+              dys, xs_data, b, result, copy, n, cols, erf_form);
       });
 }
 

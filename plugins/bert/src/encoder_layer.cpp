@@ -154,10 +154,11 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     if (reduced()) be().bias_gelu_forward(s.u, master(ffn_in_bias_), w.g, gelu());
     linear_backward(w.d_dense, d_dense_c, reduced() ? w.g : s.g, ffn_out_weight_, Tensor{}, w.d_wide, 0.0f);
     // g = gelu(u + bi), u = h1·Wiᵀ. In 16-bit compute the next GEMM's operand is dGELU's 16-bit
-    // copy, written in the same pass when the backend offers it.
+    // copy, written in the same pass when the backend offers it; nothing reads the f32 dGELU after
+    // that pass (its bias gradient is summed there), so it is not asked for.
     Tensor d_wide_c;
     if (reduced() && gelu_copy_ != nullptr) {
-      gelu_copy_->bias_gelu_backward_copy(w.d_wide, s.u, master(ffn_in_bias_), w.d_wide, w.d_wide_c,
+      gelu_copy_->bias_gelu_backward_copy(w.d_wide, s.u, master(ffn_in_bias_), Tensor{}, w.d_wide_c,
                                           grad(ffn_in_bias_), gelu());
       d_wide_c = w.d_wide_c;
     } else {

@@ -270,14 +270,14 @@ inline int64_t check_bias_gelu_backward(const ArgumentChecks& check, const loom:
 }
 
 /// BiasGeluBackwardCopy (loom/sdk/ops/bias_gelu_backward_copy.hpp): bias_gelu_backward's arguments
-/// and the 16-bit copy of dx.
+/// (dx optional: absent, dy takes its place) and the 16-bit copy of dx.
 inline int64_t check_bias_gelu_backward_copy(const ArgumentChecks& check, const loom::Tensor& dy,
                                              const loom::Tensor& x, const loom::Tensor& bias,
                                              const loom::Tensor& dx, const loom::Tensor& dx_compute,
                                              const loom::Tensor& dbias) {
-  const int64_t cols = check_bias_gelu_backward(check, dy, x, bias, dx, dbias);
+  const int64_t cols = check_bias_gelu_backward(check, dy, x, bias, dx.defined() ? dx : dy, dbias);
   check.tensor("dx_compute", dx_compute, {DType::bf16, DType::f16});
-  check.same_shape("dx", dx, "dx_compute", dx_compute);
+  check.same_shape("dy", dy, "dx_compute", dx_compute);
   check.require(dx_compute.data != dy.data && dx_compute.data != x.data && dx_compute.data != dx.data,
                 "dx_compute may not alias dy, x or dx");
   return cols;
