@@ -3,7 +3,8 @@
 // cast; backward: layernorm_backward, dropout_backward, bias_grad — with and without bias, dropout
 // and a 16-bit out_compute, at odd sizes (C % 4 ≠ 0 and = 0), every row width a kernel may cut
 // differently (up to 16,384), Philox offsets that start inside a block, rows enough for parallel
-// paths, and at production size (128·128 rows of 1,024); sum and d_sum aliasing their inputs,
+// paths, more rows than 2,048 tiles of 16 hold (a GPU's fused backward then takes longer tiles and
+// a short last one), and at production size (128·128 rows of 1,024); sum and d_sum aliasing their inputs,
 // reruns bit for bit; bad arguments named. ResidualLayerNormBackwardCopy: the backward's results
 // bit for bit, and its copy the bits of cast(d_branch) on the same backend.
 //
@@ -204,6 +205,16 @@ TEST_P(ResidualLayerNorm, MatchesTheSeparateOpsForEveryRowWidth) {
   for (int64_t cols :
        {int64_t{1024}, int64_t{1500}, int64_t{2052}, int64_t{4100}, int64_t{16383}, int64_t{16384}}) {
     expect_matches_separate_ops(*op, {5, cols, true, 0.1f, DType::bf16, (uint64_t{1} << 33) + 5});
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST_P(ResidualLayerNorm, MatchesTheSeparateOpsOverMoreRowsThanTwoThousandTilesOfSixteen) {
+  // 40,001 rows: backend/cuda's fused backward sums tiles of 20 rows (2,001 of them, the last one
+  // row); C = 24 with float4 accesses and C = 26 without.
+  LOOM_OFFERED_OR_SKIP(loom::ResidualLayerNorm, op);
+  for (int64_t cols : {int64_t{24}, int64_t{26}}) {
+    expect_matches_separate_ops(*op, {40001, cols, true, 0.1f, DType::bf16, 99});
     if (HasFatalFailure()) return;
   }
 }

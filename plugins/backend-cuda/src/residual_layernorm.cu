@@ -15,8 +15,14 @@
 // each with an explicit _rn intrinsic so nvcc contracts nothing into an FMA — so `sum` is
 // bit-identical to bias_add, dropout_forward and add on either backend.
 //
-// Backward: dγ/dβ are layernorm_backward's column sums of d_out·x̂ and d_out, enqueued before the
-// row kernel so d_sum may alias d_out; dbias is bias_grad's column sums of d_branch, after it.
+// Backward: for rows of up to 4096 columns (four quads a thread) one kernel does it all. A block
+// takes tiles of consecutive rows (RowTiles: a fixed function of the row count, never of the
+// grid), computes each row's d_sum and d_branch as above and adds the row's dγ (d_out·x̂), dβ
+// (d_out) and dbias (d_branch) terms into per-column sums in its registers, rows in order; each
+// tile's sums go to a partial buffer that column_finalize_kernel adds up in tile order. d_out and
+// the saved sum are then read once, and d_branch never read back. Wider rows take three passes:
+// layernorm_backward's column sums of d_out·x̂ and d_out (column_sums.cuh), enqueued before the row
+// kernel so d_sum may alias d_out, the row kernel, and bias_grad's column sums of d_branch.
 // ResidualLayerNormBackwardCopy's row kernel also stores d_branch's 16-bit copy, rounded once from
 // the same registers, so the layer's GEMMs need no cast pass.
 // Every reduction has a fixed order: results do not depend on the grid.
@@ -185,6 +191,103 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
+/// Consecutive rows a block of the fused backward sums before it writes its partial sums: at least
+/// kMinRowsPerTile (the partials stay small beside the rows), at most kMaxRowTiles tiles.
+struct RowTiles {
+  static constexpr int64_t kMinRowsPerTile = 16;
+  static constexpr int64_t kMaxRowTiles = 2048;
+  int64_t rows_per_tile = kMinRowsPerTile;
+  int64_t count = 0;
+
+  static RowTiles make(int64_t rows) {
+    RowTiles tiles;
+    const int64_t spread = (rows + kMaxRowTiles - 1) / kMaxRowTiles;
+    tiles.rows_per_tile = spread > kMinRowsPerTile ? spread : kMinRowsPerTile;
+    tiles.count = (rows + tiles.rows_per_tile - 1) / tiles.rows_per_tile;
+    return tiles;
+  }
+};
+
+/// layernorm_dropout_input_grad_kernel over RowTiles, also summing each tile's dγ (d_out·x̂), dβ
+/// (d_out) and dbias (d_branch) terms per column, rows in order, into partial[k][tile][col]
+/// (k = 0, 1, 2). d_sum may alias d_out (a thread reads a quad of d_out before writing it to d_sum).
+template <int kQuads, typename SC>
+__global__ void __launch_bounds__(256)
+    layernorm_dropout_input_grad_sums_kernel(const float* d_out, const float* sum, const float* gamma,
+                                             const float* mean, const float* rstd, RowDropout dropout,
+                                             float* d_sum, float* d_branch, SC* d_branch_compute, RowTiles tiles,
+                                             float* partial, int64_t rows, int64_t cols, bool vector) {
+  __shared__ float reduce[32];
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  for (int64_t tile = blockIdx.x; tile < tiles.count; tile += gridDim.x) {  // uniform: syncs are safe
+    float dgamma[kQuads][4], dbeta[kQuads][4], dbias[kQuads][4];
+#pragma unroll
+    for (int k = 0; k < kQuads; ++k)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) dgamma[k][j] = dbeta[k][j] = dbias[k][j] = 0.0f;
+    const int64_t begin = tile * tiles.rows_per_tile;
+    const int64_t end = begin + tiles.rows_per_tile < rows ? begin + tiles.rows_per_tile : rows;
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t base = row * cols;
+      const float m = mean[row], s = rstd[row];
+      float dnorm[kQuads][4], xhat[kQuads][4];
+      float dnorm_sum = 0.0f, dnorm_xhat_sum = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kQuads; ++k) {
+        const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
+        const int width = quad_width(q, cols);
+        if (width == 0) {  // past the row: zeros, which add nothing to the sums
+#pragma unroll
+          for (int j = 0; j < 4; ++j) dnorm[k][j] = xhat[k][j] = 0.0f;
+          continue;
+        }
+        float dy[4], x[4], g[4];
+        load_quad(d_out + base, q, cols, vector, dy);
+        load_quad(sum + base, q, cols, vector, x);
+        load_quad(gamma, q, cols, vector, g);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          dnorm[k][j] = dy[j] * g[j];  // 0 beyond C: loads read 0 there
+          xhat[k][j] = j < width ? (x[j] - m) * s : 0.0f;
+          dnorm_sum += dnorm[k][j];
+          dnorm_xhat_sum += dnorm[k][j] * xhat[k][j];
+          dgamma[k][j] += dy[j] * xhat[k][j];
+          dbeta[k][j] += dy[j];
+        }
+      }
+      const float dnorm_mean = block_sum(dnorm_sum, reduce) * inv_cols;
+      const float dnorm_xhat_mean = block_sum(dnorm_xhat_sum, reduce) * inv_cols;
+#pragma unroll
+      for (int k = 0; k < kQuads; ++k) {
+        const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
+        if (quad_width(q, cols) == 0) continue;
+        float grad[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) grad[j] = s * (dnorm[k][j] - dnorm_mean - xhat[k][j] * dnorm_xhat_mean);
+        store_quad(d_sum + base, q, cols, vector, grad);
+        dropout.apply(base + 4 * q, grad);
+        store_quad(d_branch + base, q, cols, vector, grad);
+        if (d_branch_compute != nullptr) store_quad(d_branch_compute + base, q, cols, vector, grad);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) dbias[k][j] += grad[j];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kQuads; ++k) {
+      const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
+      const int width = quad_width(q, cols);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {  // unrolled with a guard: the sums stay in registers
+        if (j >= width) continue;
+        const int64_t col = 4 * q + j;
+        partial[(0 * tiles.count + tile) * cols + col] = dgamma[k][j];
+        partial[(1 * tiles.count + tile) * cols + col] = dbeta[k][j];
+        partial[(2 * tiles.count + tile) * cols + col] = dbias[k][j];
+      }
+    }
+  }
+}
+
 /// Threads per row block and quads per thread for rows of `cols` columns: the fewest quads per
 /// thread that keep a block within 256 threads (512 at 8 quads), so a thread's registers hold its
 /// part of a row.
@@ -338,16 +441,52 @@ void CudaBackend::enqueue_residual_layernorm_backward(
   const auto* means = static_cast<const float*>(mean.data);
   const auto* rstds = static_cast<const float*>(rstd.data);
   auto* branch = static_cast<float*>(d_branch.data);
+  const bool vector = cols % 4 == 0 && is_aligned16(d_out.data) && is_aligned16(sum.data) &&
+                      is_aligned16(gamma.data) && is_aligned16(d_sum.data) && is_aligned16(d_branch.data) &&
+                      (!d_branch_compute.defined() || is_aligned8(d_branch_compute.data));
+  // As in the forward: the copy's type is the op's own dispatch; without a copy the bf16
+  // instantiation runs with a null pointer.
+  const auto with_copy_type = [&](auto run) {
+    if (d_branch_compute.defined() && d_branch_compute.dtype == DType::f16)
+      run(loom::Half{});
+    else
+      run(loom::BFloat16{});
+  };
+  if (launch.quads_per_thread <= 4) {
+    // One kernel: the rows' gradients and every column sum's tile partials, then the tiles added.
+    const RowTiles tiles = RowTiles::make(rows);
+    const int64_t per_sum = tiles.count * cols;
+    float* partial = static_cast<float*>(scratch(static_cast<size_t>(3 * per_sum) * sizeof(float)));
+    with_copy_type([&](auto compute_type) {
+      using SC = decltype(compute_type);
+      with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
+        if constexpr (decltype(quads)::value <= 4) {
+          const auto kernel = layernorm_dropout_input_grad_sums_kernel<decltype(quads)::value, SC>;
+          const unsigned blocks = row_blocks(kernel, launch.threads, tiles.count, info_.multiprocessors, op);
+          kernel<<<blocks, launch.threads, 0, stream_>>>(
+              dys, sums, static_cast<const float*>(gamma.data), means, rstds, RowDropout::make(p, seed, offset),
+              static_cast<float*>(d_sum.data), branch,
+              d_branch_compute.defined() ? static_cast<SC*>(d_branch_compute.data) : nullptr, tiles, partial,
+              rows, cols, vector);
+        }
+      });
+    });
+    float* const out[3] = {static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data),
+                           dbias.defined() ? static_cast<float*>(dbias.data) : nullptr};
+    const unsigned finalize_blocks = static_cast<unsigned>((cols + 255) / 256);
+    for (int k = 0; k < 3; ++k)
+      if (out[k] != nullptr)
+        column_finalize_kernel<<<finalize_blocks, 256, 0, stream_>>>(partial + k * per_sum, tiles.count, cols,
+                                                                     out[k]);
+    return;
+  }
   // One scratch area serves both column sums: they run one after the other on the stream.
   const ColumnSumPlan plan = ColumnSumPlan::make(rows, cols, 1);
   float* partial = static_cast<float*>(scratch(plan.scratch_floats(2) * sizeof(float)));
   accumulate_layernorm_parameter_grads(dys, sums, means, rstds, rows, cols, partial,
                                        static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data),
                                        stream_);
-  const bool vector = cols % 4 == 0 && is_aligned16(d_out.data) && is_aligned16(sum.data) &&
-                      is_aligned16(gamma.data) && is_aligned16(d_sum.data) && is_aligned16(d_branch.data) &&
-                      (!d_branch_compute.defined() || is_aligned8(d_branch_compute.data));
-  const auto run = [&](auto compute_type) {
+  with_copy_type([&](auto compute_type) {
     using SC = decltype(compute_type);
     with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
       const auto kernel = layernorm_dropout_input_grad_kernel<decltype(quads)::value, SC>;
@@ -357,13 +496,7 @@ void CudaBackend::enqueue_residual_layernorm_backward(
           static_cast<float*>(d_sum.data), branch,
           d_branch_compute.defined() ? static_cast<SC*>(d_branch_compute.data) : nullptr, rows, cols, vector);
     });
-  };
-  // As in the forward: the copy's type is the op's own dispatch; without a copy the bf16
-  // instantiation runs with a null pointer.
-  if (d_branch_compute.defined() && d_branch_compute.dtype == DType::f16)
-    run(loom::Half{});
-  else
-    run(loom::BFloat16{});
+  });
   if (dbias.defined()) {
     float* const out[1] = {static_cast<float*>(dbias.data)};
     accumulate_column_sums<1>(DenseColumnTerm{branch, cols}, plan, partial, out, stream_);
