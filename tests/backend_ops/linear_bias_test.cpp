@@ -1,8 +1,9 @@
 // LinearBias (loom/sdk/ops/linear_bias.hpp): y = x·Wᵀ + bias into f32, bf16 and f16 against float64
 // (16-bit: the f32 sum rounded once, so within one rounding plus the product's error), the same bits
 // as gemm into f32, bias_add and cast where the backend runs backend/cpu's code, a strided x (the
-// rows of a wider activation), and the argument contract (the scratch a 16-bit y needs, the bias's
-// length, w's dtype). Skipped on a backend that does not offer the op.
+// rows of a wider activation), an f32 y with a row stride of its own (the MLM head's padded logits:
+// padding untouched), and the argument contract (the scratch a 16-bit y needs, a contiguous 16-bit
+// y, the bias's length, w's dtype). Skipped on a backend that does not offer the op.
 #include "backend_op_case.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
 
@@ -91,6 +92,44 @@ TEST_P(LinearBias, RowsOfAWiderActivation) {
   expect_close(read(y_dev), reference_linear(wide, ld, w, bias, rows, in, out), kDotProduct, "strided x");
 }
 
+TEST_P(LinearBias, F32RowsWithAStrideOfTheirOwn) {
+  LOOM_OFFERED_OR_SKIP(loom::LinearBias, op);
+  // y: the first 21 (then the last 3) of 27 columns of each row, the rest a sentinel that must stay.
+  const int64_t rows = 19, in = 32, ld = 27;
+  const auto x = random_floats(rows * in, 51), w = random_floats(ld * in, 52), bias = random_floats(ld, 53);
+  const float sentinel = -7.25f;
+  for (DType operands : {DType::f32, DType::bf16}) {
+    for (const auto& [at, out] : {std::pair<int64_t, int64_t>{0, 21}, std::pair<int64_t, int64_t>{24, 3}}) {
+      SCOPED_TRACE(std::string(loom::dtype_name(operands)) + " operands, columns " + std::to_string(at) + "+" +
+                   std::to_string(out));
+      const std::vector<float> w_part(w.begin() + at * in, w.begin() + (at + out) * in);
+      const std::vector<float> b_part(bias.begin() + at, bias.begin() + at + out);
+      DeviceTensor x_dev = upload(HostTensor::of(x, operands, {rows, in}));
+      DeviceTensor w_dev = upload(HostTensor::of(w_part, operands, {out, in}));
+      DeviceTensor b_dev = upload(HostTensor::of(b_part, DType::f32, {out}));
+      DeviceTensor y_dev = upload(HostTensor::of(std::vector<float>(rows * ld, sentinel), DType::f32, {rows, ld}));
+      op->linear_bias_forward(x_dev.view(), w_dev.view(), b_dev.view(), y_dev.view().narrow(1, at, out), {});
+      const std::vector<float> y = read(y_dev);
+      std::vector<float> part, padding;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < ld; ++c) (c >= at && c < at + out ? part : padding).push_back(y[r * ld + c]);
+      expect_equal(padding, std::vector<float>(padding.size(), sentinel), "columns outside y");
+      const std::vector<double> expected =
+          reference_linear(stored(x, operands, {rows, in}), in, stored(w_part, operands, {out, in}), b_part, rows,
+                           in, out);
+      expect_close(part, expected, kDotProduct, "strided f32 y");
+      if (runs_reference_code()) {  // the bias broadcast in, then the product accumulated onto it
+        std::vector<float> broadcast;
+        for (int64_t r = 0; r < rows; ++r) broadcast.insert(broadcast.end(), b_part.begin(), b_part.end());
+        HostTensor y_ref = HostTensor::of(broadcast, DType::f32, {rows, out});
+        HostTensor x_host = HostTensor::of(x, operands, {rows, in}), w_host = HostTensor::of(w_part, operands, {out, in});
+        reference().gemm(x_host.view(), false, w_host.view(), true, y_ref.view(), 1.0f, 1.0f);
+        expect_equal(part, y_ref.floats(), "strided f32 y against the bias copied in and gemm with beta = 1");
+      }
+    }
+  }
+}
+
 TEST_P(LinearBias, RefusesAMissingScratchAWrongBiasAndMixedOperands) {
   LOOM_OFFERED_OR_SKIP(loom::LinearBias, op);
   DeviceTensor x = upload_zeros(DType::bf16, {4, 8}), w = upload_zeros(DType::bf16, {6, 8});
@@ -104,6 +143,10 @@ TEST_P(LinearBias, RefusesAMissingScratchAWrongBiasAndMixedOperands) {
       {"linear_bias_forward", "bias"});
   expect_error_naming([&] { op->linear_bias_forward(x.view(), w32.view(), bias.view(), y.view(), scratch.view()); },
                       {"linear_bias_forward", "w"});
+  DeviceTensor wide = upload_zeros(DType::bf16, {4, 9});
+  expect_error_naming(
+      [&] { op->linear_bias_forward(x.view(), w.view(), bias.view(), wide.view().narrow(1, 0, 6), scratch.view()); },
+      {"linear_bias_forward", "y", "contiguous"});
 }
 
 }  // namespace

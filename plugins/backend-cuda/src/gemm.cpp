@@ -10,7 +10,8 @@
 //
 // linear_bias_forward is one product with cuBLASLt's BIAS epilogue (an f32 bias added to the f32
 // sum before the one rounding to y's type); when cuBLASLt has no algorithm for that epilogue at a
-// shape, or the product is empty, it runs gemm into f32, bias_add and cast instead.
+// shape, or the product is empty, it runs gemm into f32, bias_add and cast instead (an f32 y with a
+// row stride of its own: the bias broadcast into y, then the product accumulated onto it).
 #include "cublaslt_gemm.hpp"
 #include "cuda_backend.hpp"
 #include "loom_backend/gemm_contract.hpp"
@@ -131,6 +132,10 @@ void CudaBackend::linear_bias_forward(const loom::Tensor& x, const loom::Tensor&
       ++fused_linear_bias_calls_;
       return;
     }
+  }
+  if (y.dtype == DType::f32 && !y.is_contiguous()) {
+    loom_backend::linear_bias_into_strided_rows(*this, x, w, bias, y);
+    return;
   }
   const loom::Tensor& sum = y.dtype == DType::f32 ? y : scratch;
   gemm(x, false, w, true, sum, 1.0f, 0.0f);

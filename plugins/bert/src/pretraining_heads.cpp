@@ -71,11 +71,16 @@ class PretrainingHeads final : public PoolerHead {
       be().layernorm_forward(s_.activated, master(ln_gamma_), master(ln_beta_), config_.layer_norm_eps, s_.z,
                              s_.mean, s_.rstd);
       const Tensor z_c = to_compute(s_.z, s_.z_c);
+      // logits = z·Wᵀ + bias into the padded rows: one product with the bias in its epilogue per
+      // part where the backend offers LinearBias, else the bias broadcast in, then the products.
       const Tensor logits = class_columns(s_.logits);
-      be().copy(broadcast_rows(master(decoder_bias_), M), logits);
+      if (linear_bias_ == nullptr) be().copy(broadcast_rows(master(decoder_bias_), M), logits);
       for_vocab_parts([&](int64_t at, int64_t n) {
-        be().gemm(z_c, false, compute(decoder_weight_).narrow(0, at, n), true, logits.narrow(1, at, n), 1.0f,
-                  1.0f);
+        const Tensor weight = compute(decoder_weight_).narrow(0, at, n), part = logits.narrow(1, at, n);
+        if (linear_bias_ != nullptr)
+          linear_bias_->linear_bias_forward(z_c, weight, master(decoder_bias_).narrow(0, at, n), part, Tensor{});
+        else
+          be().gemm(z_c, false, weight, true, part, 1.0f, 1.0f);
       });
       be().cross_entropy(s_.logits, batch.masked_labels, config_.vocab_size, loom::kIgnoreIndex, 1.0f,
                          s_.mlm_loss, {}, {}, s_.mlm_correct);

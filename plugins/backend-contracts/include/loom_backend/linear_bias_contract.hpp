@@ -42,10 +42,27 @@ inline LinearShape check_linear_bias_forward(const ArgumentChecks& check, const 
   check.tensor("bias", bias, {DType::f32});
   check.shape("bias", bias, {shape.out});
   if (y.dtype != DType::f32) {
+    check.tensor("y", y, {DType::bf16, DType::f16});  // a 16-bit y is the cast's output: contiguous
     check.tensor("scratch", scratch, {DType::f32});
     check.shape("scratch", scratch, {shape.rows, shape.out});
   }
   return shape;
+}
+
+/// The unfused passes for an f32 y whose rows have a stride of their own (bias_add needs
+/// contiguous rows): the bias broadcast into y by a stride-0 copy, then the product accumulated
+/// onto it (gemm with beta = 1). `Ops` is the backend: anything with copy and gemm.
+template <typename Ops>
+void linear_bias_into_strided_rows(Ops& ops, const loom::Tensor& x, const loom::Tensor& w, const loom::Tensor& bias,
+                                   const loom::Tensor& y) {
+  loom::Tensor rows = bias;
+  rows.ndim = 2;
+  rows.shape[0] = y.shape[0];
+  rows.shape[1] = bias.shape[0];
+  rows.strides[0] = 0;
+  rows.strides[1] = bias.strides[0];
+  ops.copy(rows, y);
+  ops.gemm(x, false, w, true, y, 1.0f, 1.0f);
 }
 
 }  // namespace loom_backend

@@ -20,8 +20,9 @@ class LinearBias {
   static constexpr uint32_t kInterfaceVersion = 1;
 
   /// x: [rows, in] and w: [out, in], both f32 or both the same 16-bit dtype, unit column stride
-  /// (any row stride gemm accepts); bias: f32 [out], contiguous; y: [rows, out] f32, bf16 or f16,
-  /// unit column stride, OVERWRITE. scratch: f32 [rows, out], contiguous, or absent when y is f32:
+  /// (any row stride gemm accepts); bias: f32 [out], contiguous; y: [rows, out] f32 (unit column
+  /// stride, any row stride gemm accepts) or bf16/f16 (contiguous), OVERWRITE. scratch: f32
+  /// [rows, out], contiguous, or absent when y is f32:
   /// memory the backend may use for the unfused passes (its contents afterwards are unspecified);
   /// a backend that fuses does not touch it.
   virtual void linear_bias_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
