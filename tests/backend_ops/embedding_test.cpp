@@ -1,8 +1,10 @@
 // Embeddings: embedding_gather (overwrite and accumulate) and embedding_scatter_add (repeated ids
 // add up) against central differences, an id outside the table an error naming it; and exactly the
 // reference's results — the scatter-add's order of additions included — with i32 and i64 ids, odd
-// widths, ~20 repeats per id, and BERT's vocabulary under a batch of 256 × 128 ids.
+// widths, ~20 repeats per id, and BERT's vocabulary under a batch of 256 × 128 ids; and that order
+// itself (loom_backend::kScatterAddChunkRows), computed here, over ids with hundreds of rows each.
 #include "backend_op_case.hpp"
+#include "loom_backend/op_contracts.hpp"
 
 namespace loom_backend_ops {
 namespace {
@@ -82,6 +84,40 @@ TEST_P(Embedding, ScatterAddIsTheReferencesOrderWithRepeatedIds) {
     backend().embedding_scatter_add(dout_dev.view(), ids_dev.view(), dtable_dev.view());
     expect_equal(read(dtable_dev), dtable.floats(), std::string("scatter_add ") + loom::dtype_name(id_type));
   }
+}
+
+TEST_P(Embedding, ScatterAddAddsLongRunsOfOneIdInTheDocumentedOrder) {
+  // Three ids over 1,000 rows (~333 each: the first R rows one by one, then a full run of R and a
+  // shorter one, each summed from zero): the table rows bit for bit as that order gives them.
+  constexpr int64_t R = loom_backend::kScatterAddChunkRows;
+  const int64_t vocab = 3, cols = 37, n = 1000;
+  const std::vector<int64_t> values = random_ids(n, vocab, 21);
+  const std::vector<float> dout = random_floats(n * cols, 22), table = random_floats(vocab * cols, 23);
+  std::vector<float> expected = table;
+  for (int64_t id = 0; id < vocab; ++id)
+    for (int64_t c = 0; c < cols; ++c) {
+      float& target = expected[id * cols + c];
+      float run = 0.0f;
+      int64_t seen = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        if (values[i] != id) continue;
+        const float v = dout[i * cols + c];
+        if (seen < R) {
+          target += v;
+        } else {
+          if (seen % R == 0) run = 0.0f;
+          run += v;
+          if (seen % R == R - 1) target += run;
+        }
+        ++seen;
+      }
+      if (seen > R && seen % R != 0) target += run;  // the id's last run, shorter than R
+    }
+  DeviceTensor ids_dev = upload(HostTensor::ids(values, DType::i64, {n}));
+  DeviceTensor dout_dev = upload(HostTensor::of(dout, DType::f32, {n, cols}));
+  DeviceTensor dtable_dev = upload(HostTensor::of(table, DType::f32, {vocab, cols}));
+  backend().embedding_scatter_add(dout_dev.view(), ids_dev.view(), dtable_dev.view());
+  expect_equal(read(dtable_dev), expected, "scatter_add, ~333 rows per id");
 }
 
 TEST_P(Embedding, ScatterAddOverTheBertVocabularyIsTheReferencesOrder) {

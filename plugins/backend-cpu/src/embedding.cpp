@@ -1,7 +1,11 @@
 // Embedding gather (forward, also any row gather) and scatter-add (backward).
 //
-// Scatter-add is parallel over blocks of columns; each block walks the ids in order, so repeated
-// ids accumulate in a fixed order whatever the thread count.
+// Scatter-add is parallel over blocks of columns; each block walks the rows in order, so repeated
+// ids accumulate in a fixed order whatever the thread count: loom_backend::kScatterAddChunkRows's
+// (an id's first rows added one by one, its later rows in runs summed from zero, each run's sum
+// added in turn), which backend/cuda follows too.
+#include <vector>
+
 #include "cpu_backend.hpp"
 #include "loom_backend/index_errors.hpp"
 #include "loom_backend/op_contracts.hpp"
@@ -63,20 +67,42 @@ void CpuBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Ten
         return check_ids(check, ids, loom_backend::check_embedding_scatter_add(check, dout, ids, dtable));
       },
       [&](const loom_backend::EmbeddingRows& shape) {
-        const int64_t n = shape.ids, cols = shape.cols;
+        const int64_t n = shape.ids, cols = shape.cols, vocab = shape.vocab;
+        constexpr int64_t R = loom_backend::kScatterAddChunkRows;
         const float* g = static_cast<const float*>(dout.data);
         float* d = static_cast<float*>(dtable.data);
+        // Each row's occurrence number among its id's rows, each id's row count, and a run slot for
+        // the ids with more than R rows.
+        std::vector<int64_t> occurrence(static_cast<size_t>(n)), count(static_cast<size_t>(vocab), 0);
+        for (int64_t i = 0; i < n; ++i) occurrence[i] = count[id_at(ids, i)]++;
+        std::vector<int32_t> slot(static_cast<size_t>(vocab), -1);
+        int32_t slots = 0;
+        for (int64_t id = 0; id < vocab; ++id)
+          if (count[id] > R) slot[id] = slots++;
         constexpr int64_t kBlock = 64;
         const int64_t blocks = (cols + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (n * cols > 32768)
         for (int64_t block = 0; block < blocks; ++block) {
           const int64_t begin = block * kBlock;
           const int64_t width = cols - begin < kBlock ? cols - begin : kBlock;
+          std::vector<float> runs(static_cast<size_t>(slots) * kBlock);  // each long id's open run
           for (int64_t i = 0; i < n; ++i) {
+            const int64_t id = id_at(ids, i), o = occurrence[i];
             const float* src = g + i * cols + begin;
-            float* dst = d + id_at(ids, i) * cols + begin;
+            float* dst = d + id * cols + begin;
+            if (o < R) {
 #pragma omp simd
-            for (int64_t c = 0; c < width; ++c) dst[c] += src[c];
+              for (int64_t c = 0; c < width; ++c) dst[c] += src[c];
+              continue;
+            }
+            float* run = runs.data() + static_cast<size_t>(slot[id]) * kBlock;
+            if (o % R == 0)
+              for (int64_t c = 0; c < width; ++c) run[c] = 0.0f;
+#pragma omp simd
+            for (int64_t c = 0; c < width; ++c) run[c] += src[c];
+            if (o % R == R - 1 || o == count[id] - 1)
+#pragma omp simd
+              for (int64_t c = 0; c < width; ++c) dst[c] += run[c];
           }
         }
       });

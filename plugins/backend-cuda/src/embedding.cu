@@ -9,11 +9,19 @@
 // Scatter-add without float atomics: the rows are grouped by id on the device by sorting one
 // 64-bit key per row, (id << row_bits) | row, with CUB's radix sort over just the bits in use. The
 // keys are distinct, so the order is total (rows of one id in increasing row order) whatever the
-// sort's stability. Then the block at the first sorted position of each id adds that id's rows to
-// its table row in that order — exactly backend/cpu's order, so results are bit-identical to the
-// CPU's and run to run. Bad ids sort last under the key V and are skipped.
+// sort's stability. The order of addition is loom_backend::kScatterAddChunkRows's (R), as on
+// backend/cpu, so results are bit-identical to the CPU's and run to run: each sorted position
+// learns where its id's rows start (a max-scan of the run heads); a block per run of R rows after an
+// id's first R sums them from zero into a partial (chunk_sums_kernel: partial k / R, distinct
+// because such runs start R apart); then the block at each id's first position adds its first R
+// rows and its partials, in order, to the table row (scatter_add_sorted_kernel). An id with
+// thousands of rows (a token type) is then a few hundred short sums in parallel and one short one,
+// not one sum thousands of rows long. Bad ids sort last under the key V and are skipped.
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cuda/functional>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 
@@ -77,21 +85,68 @@ __global__ void grouping_keys_kernel(const Id* ids, int64_t n, int64_t vocab, in
   }
 }
 
-/// Block k adds, when sorted position k is the first of its id, the rows of that id (positions
-/// k, k+1, ... while the id is the same, in increasing row order) to the id's table row.
-__global__ void scatter_add_sorted_kernel(const float* dout, const uint64_t* keys, int64_t n, int row_bits,
-                                          int64_t vocab, float* dtable, int64_t cols) {
+constexpr int64_t kChunk = loom_backend::kScatterAddChunkRows;
+
+/// heads[k] = k where sorted position k starts its id's rows, else 0: its inclusive max-scan is
+/// the first position of k's id.
+__global__ void run_heads_kernel(const uint64_t* keys, int64_t n, int row_bits, int32_t* heads) {
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < n; k += int64_t{gridDim.x} * blockDim.x)
+    heads[k] = k == 0 || (keys[k] >> row_bits) != (keys[k - 1] >> row_bits) ? static_cast<int32_t>(k) : 0;
+}
+
+/// The sum, from zero in sorted order, of the rows at positions [k, end) (all of one id).
+__device__ __forceinline__ float sorted_rows_sum(const float* dout, const uint64_t* keys, int64_t k, int64_t end,
+                                                 uint64_t row_mask, int64_t cols, int64_t c, float acc) {
+#pragma unroll 8
+  for (int64_t j = k; j < end; ++j) acc += dout[static_cast<int64_t>(keys[j] & row_mask) * cols + c];
+  return acc;
+}
+
+/// The end of the run of up to R positions from k that hold k's id (n: end of the keys). Sorted, so
+/// the id's positions are a prefix of [k, k + R): a binary search, at most log2(R) reads.
+__device__ __forceinline__ int64_t chunk_end(const uint64_t* keys, int64_t k, int64_t n, int row_bits, uint64_t id) {
+  int64_t valid = k + 1, beyond = k + kChunk < n ? k + kChunk : n;  // keys[valid − 1] holds id
+  if ((keys[beyond - 1] >> row_bits) == id) return beyond;
+  while (beyond - valid > 1) {  // keys[beyond − 1] does not hold id
+    const int64_t mid = valid + (beyond - valid) / 2;
+    if ((keys[mid - 1] >> row_bits) == id)
+      valid = mid;
+    else
+      beyond = mid;
+  }
+  return valid;
+}
+
+/// Block k, when position k starts a run of R rows after its id's first R (k − first ≥ R, a
+/// multiple of R), stores the run's sum from zero as partial[k / R].
+__global__ void chunk_sums_kernel(const float* dout, const uint64_t* keys, const int32_t* first, int64_t n,
+                                  int row_bits, int64_t vocab, float* partial, int64_t cols) {
   const int64_t k = blockIdx.x;
-  const auto id = static_cast<int64_t>(keys[k] >> row_bits);
-  if (id >= vocab) return;                                                   // a bad id: skipped
-  if (k > 0 && static_cast<int64_t>(keys[k - 1] >> row_bits) == id) return;  // not its id's first row
+  const uint64_t id = keys[k] >> row_bits;
+  if (id >= static_cast<uint64_t>(vocab)) return;  // a bad id: skipped
+  const int64_t o = k - first[k];
+  if (o < kChunk || o % kChunk != 0) return;
+  const int64_t end = chunk_end(keys, k, n, row_bits, id);
   const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
-  float* dst = dtable + id * cols;
-  for (int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x; c < cols;
-       c += int64_t{gridDim.y} * blockDim.x) {
-    float acc = dst[c];
-    for (int64_t j = k; j < n && static_cast<int64_t>(keys[j] >> row_bits) == id; ++j)
-      acc += dout[static_cast<int64_t>(keys[j] & row_mask) * cols + c];
+  for (int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x; c < cols; c += int64_t{gridDim.y} * blockDim.x)
+    partial[(k / kChunk) * cols + c] = sorted_rows_sum(dout, keys, k, end, row_mask, cols, c, 0.0f);
+}
+
+/// Block k, when sorted position k is the first of its id, adds that id's first R rows (in row
+/// order) and then its runs' partial sums (in order) to the id's table row.
+__global__ void scatter_add_sorted_kernel(const float* dout, const uint64_t* keys, const float* partial, int64_t n,
+                                          int row_bits, int64_t vocab, float* dtable, int64_t cols) {
+  const int64_t k = blockIdx.x;
+  const uint64_t id = keys[k] >> row_bits;
+  if (id >= static_cast<uint64_t>(vocab)) return;             // a bad id: skipped
+  if (k > 0 && (keys[k - 1] >> row_bits) == id) return;        // not its id's first row
+  const int64_t end = chunk_end(keys, k, n, row_bits, id);
+  const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
+  float* dst = dtable + static_cast<int64_t>(id) * cols;
+  for (int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x; c < cols; c += int64_t{gridDim.y} * blockDim.x) {
+    float acc = sorted_rows_sum(dout, keys, k, end, row_mask, cols, c, dst[c]);
+    for (int64_t run = k + kChunk; run < n && (keys[run] >> row_bits) == id; run += kChunk)
+      acc += partial[(run / kChunk) * cols + c];
     dst[c] = acc;
   }
 }
@@ -173,11 +228,24 @@ void CudaBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Te
             cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
                                            static_cast<uint64_t*>(nullptr), items, 0, key_bits, stream_),
             "embedding_scatter_add: radix sort size");
-        // Scratch: [keys (n) | sorted keys (n) | the sort's temporary storage].
+        size_t scan_bytes = 0;
+        cuda_check(cub::DeviceScan::InclusiveScan(nullptr, scan_bytes, static_cast<const int32_t*>(nullptr),
+                                                  static_cast<int32_t*>(nullptr), cuda::maximum<int32_t>{}, items,
+                                                  stream_),
+                   "embedding_scatter_add: scan size");
+        // Scratch: [keys (n) | sorted keys (n) | run heads (n) | first positions (n) | partial sums
+        // (⌈n / R⌉ × C) | the sort's or the scan's temporary storage].
         const size_t key_bytes = aligned(static_cast<size_t>(n) * sizeof(uint64_t));
-        char* area = static_cast<char*>(scratch(2 * key_bytes + sort_bytes));
+        const size_t head_bytes = aligned(static_cast<size_t>(n) * sizeof(int32_t));
+        const size_t partial_bytes = aligned(static_cast<size_t>((n + kChunk - 1) / kChunk * cols) * sizeof(float));
+        const size_t fixed = 2 * key_bytes + 2 * head_bytes + partial_bytes;
+        char* area = static_cast<char*>(scratch(fixed + std::max(sort_bytes, scan_bytes)));
         auto* keys = reinterpret_cast<uint64_t*>(area);
         auto* sorted = reinterpret_cast<uint64_t*>(area + key_bytes);
+        auto* heads = reinterpret_cast<int32_t*>(area + 2 * key_bytes);
+        auto* first = reinterpret_cast<int32_t*>(area + 2 * key_bytes + head_bytes);
+        auto* partial = reinterpret_cast<float*>(area + 2 * key_bytes + 2 * head_bytes);
+        void* temporary = area + fixed;
         const unsigned blocks = grid_for(n, kThreads);
         if (ids.dtype == DType::i32)
           grouping_keys_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const int32_t*>(ids.data), n,
@@ -186,12 +254,18 @@ void CudaBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Te
           grouping_keys_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<const int64_t*>(ids.data), n,
                                                                  vocab, row_bits, keys);
         check_launch("embedding_scatter_add");
-        cuda_check(cub::DeviceRadixSort::SortKeys(area + 2 * key_bytes, sort_bytes, keys, sorted, items, 0,
-                                                  key_bits, stream_),
+        cuda_check(cub::DeviceRadixSort::SortKeys(temporary, sort_bytes, keys, sorted, items, 0, key_bits, stream_),
                    "embedding_scatter_add: radix sort");
+        run_heads_kernel<<<blocks, kThreads, 0, stream_>>>(sorted, n, row_bits, heads);
+        check_launch("embedding_scatter_add");
+        cuda_check(cub::DeviceScan::InclusiveScan(temporary, scan_bytes, heads, first, cuda::maximum<int32_t>{},
+                                                  items, stream_),
+                   "embedding_scatter_add: scan");
         const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>((cols + kThreads - 1) / kThreads));
-        scatter_add_sorted_kernel<<<grid, kThreads, 0, stream_>>>(static_cast<const float*>(dout.data),
-                                                                  sorted, n, row_bits, vocab,
+        const auto* rows = static_cast<const float*>(dout.data);
+        chunk_sums_kernel<<<grid, kThreads, 0, stream_>>>(rows, sorted, first, n, row_bits, vocab, partial, cols);
+        check_launch("embedding_scatter_add");
+        scatter_add_sorted_kernel<<<grid, kThreads, 0, stream_>>>(rows, sorted, partial, n, row_bits, vocab,
                                                                   static_cast<float*>(dtable.data), cols);
       });
 }

@@ -48,6 +48,14 @@ inline EmbeddingRows check_embedding_gather(const ArgumentChecks& check, const l
 }
 
 /// dtable[ids[i]] += dout[i]. The ids' range is the backend's to check.
+/// embedding_scatter_add's order of addition, the same on every backend of this project: the rows
+/// of one id in increasing row order, the first kScatterAddChunkRows added to its table row one by
+/// one, each later run of kScatterAddChunkRows (the last one possibly shorter) summed from zero in
+/// row order and that sum added to the table row, runs in order. An id with few rows is the plain
+/// row-by-row sum; an id with many (a token type: half the batch) has partial sums a GPU can form
+/// in parallel, where one sequential sum per id would leave it a few thousand threads.
+inline constexpr int64_t kScatterAddChunkRows = 128;
+
 inline EmbeddingRows check_embedding_scatter_add(const ArgumentChecks& check, const loom::Tensor& dout,
                                                  const loom::Tensor& ids, const loom::Tensor& dtable) {
   check.tensor("dout", dout, {DType::f32});
