@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "loom/sdk/backward_input.hpp"
+#include "loom/sdk/hidden_copy.hpp"
 #include "loom/sdk/saved_attention_bytes.hpp"
 #include "model/parameter_init.hpp"
 #include "recipe/errors.hpp"
@@ -66,6 +67,8 @@ Model::Model(const PluginRegistry& registry, const std::vector<std::string>& blo
                                               i, blocks_[i].block.name(), role_name(blocks_[i].role), i,
                                               role_name(expected)));
   }
+
+  pair_hidden_copies();
 
   const size_t total = table_.total_elements();
   master_ = loom::Buffer(backend_, total * sizeof(float));
@@ -233,6 +236,15 @@ Model::ArenaLayout Model::arena_layout(const loom::ActivationShape& shape) const
       layout.boundary_offsets[i] = ring + (i % 2) * (passing > 1 ? hidden_bytes : 0);
     }
   }
+  // Each handed-over copy lives from one block's forward to the next one's backward: its own buffer.
+  const size_t copy_bytes =
+      aligned(static_cast<size_t>(shape.batch * shape.seq * config_.hidden_size) * loom::dtype_size(compute_dtype_));
+  layout.copy_offsets.assign(layout.boundary_offsets.size(), 0);
+  for (size_t i = 0; i < hidden_copy_.size(); ++i)
+    if (hidden_copy_[i]) {
+      layout.copy_offsets[i] = offset;
+      offset += copy_bytes;
+    }
   layout.loss_offset = offset;
   offset += aligned(sizeof(float));
   for (auto& d : layout.d_hidden_offset) {
@@ -256,6 +268,7 @@ Model::ArenaLayout Model::arena_layout(const loom::ActivationShape& shape) const
 void Model::reserve(const loom::ActivationShape& shape) {
   const ArenaLayout layout = arena_layout(shape);
   boundary_offsets_ = layout.boundary_offsets;
+  copy_offsets_ = layout.copy_offsets;
   loss_offset_ = layout.loss_offset;
   d_hidden_offset_[0] = layout.d_hidden_offset[0];
   d_hidden_offset_[1] = layout.d_hidden_offset[1];
@@ -282,6 +295,38 @@ ArenaBytes Model::arena_bytes_for(const loom::ActivationShape& shape) const {
       bytes.saved_attention +=
           block.block.call([&](loom::Block&) { return attention->saved_attention_bytes(shape); });
   return bytes;
+}
+
+void Model::pair_hidden_copies() {
+  hidden_copy_.assign(blocks_.size() - 1, false);
+  if (compute_dtype_ == loom::DType::f32) return;
+  const auto offered = [&](const ModelBlock& block, bool output) {
+    const auto* copy = block.block.find<loom::HiddenCopy>();
+    return copy != nullptr && block.block.call([&](loom::Block&) {
+      return output ? copy->writes_output_copy() : copy->reads_input_copy();
+    });
+  };
+  for (size_t i = 0; i < hidden_copy_.size(); ++i)
+    hidden_copy_[i] = offered(blocks_[i], true) && offered(blocks_[i + 1], false);
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    if (auto* copy = blocks_[i].block.find<loom::HiddenCopy>()) {
+      const bool input = i > 0 && hidden_copy_[i - 1], output = i < hidden_copy_.size() && hidden_copy_[i];
+      blocks_[i].block.call([&](loom::Block&) { copy->use_hidden_copies(input, output); });
+    }
+}
+
+void Model::set_hidden_copies(size_t i, const loom::BatchView& batch) const {
+  auto* copy = blocks_[i].block.find<loom::HiddenCopy>();
+  if (copy == nullptr) return;
+  const bool input = i > 0 && hidden_copy_[i - 1], output = i < hidden_copy_.size() && hidden_copy_[i];
+  if (!input && !output) return;
+  const auto view = [&](size_t boundary) {
+    return loom::Tensor::contiguous(static_cast<char*>(arena_.data()) + copy_offsets_[boundary], compute_dtype_,
+                                    {batch.batch, batch.seq, config_.hidden_size}, backend_.device());
+  };
+  blocks_[i].block.call([&](loom::Block&) {
+    copy->set_hidden_copies(input ? view(i - 1) : loom::Tensor{}, output ? view(i) : loom::Tensor{});
+  });
 }
 
 bool Model::backward_reads_input(const ModelBlock& block) const {
@@ -319,6 +364,7 @@ void Model::forward(const loom::BatchView& batch, const StepSettings& settings) 
     const loom::StepArgs args = step_args(blocks_[i], 1.0f);
     const loom::Tensor input = i == 0 ? loom::Tensor{} : hidden(boundary_offsets_[i - 1], batch);
     const loom::Tensor output = i + 1 == blocks_.size() ? loss_out : hidden(boundary_offsets_[i], batch);
+    set_hidden_copies(i, batch);
     blocks_[i].block.call([&](loom::Block& b) { b.forward(args, input, output); });
   }
 }

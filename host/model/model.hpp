@@ -8,8 +8,9 @@
 //
 // `reserve(shape)` sizes the activation arena once for the largest batch: one f32 [B, T, H]
 // tensor per block boundary whose next block's backward reads it, two used in turn for the other
-// boundaries (BackwardInput), two ping-pong gradient tensors, every block's `saved` region and one
-// `scratch` region shared by all. Steps with batches up to that shape allocate nothing, on the
+// boundaries (BackwardInput), a compute-dtype copy of the boundaries where the blocks on both
+// sides hand one over (HiddenCopy), two ping-pong gradient tensors, every block's `saved` region
+// and one `scratch` region shared by all. Steps with batches up to that shape allocate nothing, on the
 // device or on the host. A step: forward (blocks in order) → loss → backward (reverse order),
 // gradients accumulating into the flat gradient buffer until `zero_grads()`.
 #pragma once
@@ -32,7 +33,8 @@ namespace loom::host {
 /// aligned, as laid out).
 struct ArenaBytes {
   size_t block_outputs = 0;         ///< f32 [B, T, H] block outputs: one per boundary read again by
-                                    ///< backward, two in turn for the others
+                                    ///< backward, two in turn for the others; and their
+                                    ///< compute-dtype copies handed from block to block
   size_t saved = 0;                 ///< the blocks' `saved` regions, attention's part included
   size_t saved_attention = 0;       ///< of `saved`, what attention keeps (SavedAttentionBytes)
   size_t activation_gradients = 0;  ///< the two f32 [B, T, H] gradients backward uses in turn
@@ -126,6 +128,7 @@ class Model {
   // Where reserve() puts each part of the arena for one shape (byte offsets).
   struct ArenaLayout {
     std::vector<size_t> boundary_offsets;             // output of block i (i < n − 1)
+    std::vector<size_t> copy_offsets;                 // its compute-dtype copy, where handed over
     size_t loss_offset = 0, d_hidden_offset[2] = {0, 0};
     std::vector<size_t> saved_offsets, saved_bytes;   // per block
     size_t scratch_offset = 0, scratch_bytes = 0, total = 0;
@@ -136,6 +139,11 @@ class Model {
   loom::Tensor hidden(size_t offset, const loom::BatchView& batch) const;
   /// Whether the block's backward reads its input (BackwardInput; true when it does not say).
   bool backward_reads_input(const ModelBlock& block) const;
+  /// Decides at which boundaries the blocks hand over a compute-dtype copy (HiddenCopy) and tells
+  /// each block, before any activation_bytes.
+  void pair_hidden_copies();
+  /// Gives block i this forward's copies, where it uses any.
+  void set_hidden_copies(size_t i, const loom::BatchView& batch) const;
   loom::StepArgs step_args(const ModelBlock& block, float loss_scale) const;
 
   loom::ModelConfig config_;
@@ -151,6 +159,8 @@ class Model {
   loom::ActivationShape reserved_{0, 0, 0};
   loom::Buffer arena_;
   std::vector<size_t> boundary_offsets_;  // output of block i (i < n − 1)
+  std::vector<bool> hidden_copy_;         // per boundary: its compute-dtype copy is handed over
+  std::vector<size_t> copy_offsets_;      // that copy's place in the arena
   size_t loss_offset_ = 0, d_hidden_offset_[2] = {0, 0}, scratch_offset_ = 0, scratch_bytes_ = 0;
 
   std::vector<size_t> grads_final_offsets_;  // per block in backward order

@@ -8,7 +8,8 @@
 //   x2       = dropout(g·W2ᵀ + b2) + h1;    out = LayerNorm(x2)
 // Saved: q, k, v, probs, ctx (compute dtype), x1, x2 and LayerNorm statistics (f32), u (compute
 // dtype); h1 in f32 compute, its 16-bit copy (only) in bf16/f16 compute, plus a 16-bit copy of x
-// there. g is saved in f32 compute only: in 16-bit compute backward recomputes it from u into
+// there — unless the host hands over the previous layer's copy of its output (HiddenCopy, then
+// kept by the host; this layer likewise writes its own output's copy where the next one reads it). g is saved in f32 compute only: in 16-bit compute backward recomputes it from u into
 // scratch (the same op on the same inputs, so the same bits), which keeps [B·T, I] per layer out of
 // the saved activations — the largest tensor a layer would keep, and 16-bit compute is where
 // device memory is short — for one bias + GELU pass per layer (on the CPU in f32 an erf per
@@ -31,6 +32,7 @@
 
 #include "bert_block.hpp"
 #include "components.hpp"
+#include "loom/sdk/hidden_copy.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
@@ -44,7 +46,7 @@ namespace {
 using loom::DType;
 using loom::Tensor;
 
-class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
+class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, public loom::HiddenCopy {
   // Regions of the arena; the fused path has lse and delta instead of the [B, nh, T, T] tensors.
   // q, k, v: [B·T, H] column blocks of one [B·T, 3H] region when the projections are one GEMM,
   // else three [B·T, H] blocks of it; either way the region's size is the same.
@@ -78,8 +80,20 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
 
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
   const char* scope() const override { return "bert.encoder.layer.#"; }
-  /// In 16-bit compute backward reads the saved 16-bit copy of x, not the f32 input.
+  /// In 16-bit compute backward reads the 16-bit copy of x, not the f32 input.
   bool backward_reads_input() const override { return !reduced(); }
+
+  /// HiddenCopy: in 16-bit compute the layer's input and output both have a GEMM operand copy.
+  bool writes_output_copy() const override { return reduced(); }
+  bool reads_input_copy() const override { return reduced(); }
+  void use_hidden_copies(bool input_copy, bool output_copy) override {
+    input_copy_given_ = input_copy && reduced();
+    output_copy_wanted_ = output_copy && reduced();
+  }
+  void set_hidden_copies(const Tensor& input_copy, const Tensor& output_copy) override {
+    input_copy_ = input_copy;
+    output_copy_ = output_copy;
+  }
 
   loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
     RegionCarver saved(nullptr, 0, {}, name_.c_str());
@@ -104,8 +118,9 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     const Tensor x = input.reshape({N, H});
     input_ = x;  // in f32 compute unchanged until backward (block.hpp): the operand of dWq/dWk/dWv
 
-    // Self-attention.
-    const Tensor x_c = to_compute(x, s.x_c);
+    // Self-attention. x_c: the host's copy of x when it hands one over, else cast here.
+    x_c_ = input_copy_given_ ? hidden_copy_view(input_copy_, N, "input") : to_compute(x, s.x_c);
+    const Tensor& x_c = x_c_;
     if (qkv_) {
       project_qkv(x_c, w.tmp_qkv, s.qkv);
     } else {
@@ -134,7 +149,8 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     be().bias_gelu_forward(s.u, master(ffn_in_bias_), g, gelu());
     linear_forward(g, ffn_out_weight_, Tensor{}, w.tmp);
     add_norm_forward(step, 2, w.tmp, ffn_out_bias_, h1, ln2_gamma_, ln2_beta_, s.x2, output.reshape({N, H}),
-                     Tensor{}, s.mean2, s.rstd2);
+                     output_copy_wanted_ ? hidden_copy_view(output_copy_, N, "output") : Tensor{}, s.mean2,
+                     s.rstd2);
   }
 
   void backward(const loom::StepArgs& step, const Tensor& d_output, const Tensor& d_input) override {
@@ -186,7 +202,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
     }
 
     // q, k, v = x·Wᵀ + b: weight/bias gradients, and dx added onto the residual path's gradient.
-    const Tensor input_c = reduced() ? s.x_c : input_;
+    const Tensor input_c = reduced() ? x_c_ : input_;
     if (qkv_) {
       const Tensor d_qkv_c = bias_grad_operand(w.d_qkv, qkv_.bias_grad, w.d_qkv_c);
       be().gemm(d_qkv_c, true, input_c, false, qkv_.weight_grad, 1.0f, 1.0f);
@@ -293,7 +309,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
                   heads = config_.num_attention_heads;
     const DType c = compute_;
     Saved s;
-    s.x_c = r.take_compute_copy(compute_, {N, H});
+    if (!input_copy_given_) s.x_c = r.take_compute_copy(compute_, {N, H});
     const size_t attention_start = r.used();
     s.qkv = r.take(c, {N, 3 * H});
     split_qkv(s.qkv, s.q, s.k, s.v);
@@ -442,7 +458,20 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes {
             Tensor::contiguous(qb.grad.data, qb.grad.dtype, {3 * H}, qb.grad.device)};
   }
 
+  /// A copy the host handed over, as [N, H]: it must be this batch's, in the compute dtype.
+  Tensor hidden_copy_view(const Tensor& copy, int64_t N, const char* which) const {
+    const int64_t H = config_.hidden_size;
+    if (!copy.defined() || copy.dtype != compute_ || copy.numel() != N * H || !copy.is_contiguous())
+      throw loom::Error(name_ + ": the " + std::string(which) + " copy the host handed over is " +
+                        (copy.defined() ? copy.describe() : std::string("absent")) + "; expected " +
+                        loom::dtype_name(compute_) + " [" + std::to_string(N) + ", " + std::to_string(H) + "]");
+    return copy.reshape({N, H});
+  }
+
   Tensor input_;        // forward's input, [N, H]
+  Tensor x_c_;          // forward's input as a GEMM operand in 16-bit compute (saved or handed over)
+  Tensor input_copy_, output_copy_;  // HiddenCopy: this forward's copies, when used
+  bool input_copy_given_ = false, output_copy_wanted_ = false;
   QkvViews qkv_;        // the projections as one GEMM, when the parameters allow it (bind time)
   bool fused_ = false;  // attention through the backend's fused op (decided at setup)
   loom::ResidualLayerNorm* add_norm_ = nullptr;  // the backend's fused add & norm, when offered
@@ -459,7 +488,7 @@ loom_component_desc encoder_layer_component() {
   return loom::component<loom::Block, EncoderLayer>(
       "bert.encoder-layer", "0.1.0",
       "post-LN self-attention (key padding mask) + GELU feed-forward, with dropout",
-      loom::offers<loom::SavedAttentionBytes, loom::BackwardInput>{});
+      loom::offers<loom::SavedAttentionBytes, loom::BackwardInput, loom::HiddenCopy>{});
 }
 
 }  // namespace loom_bert

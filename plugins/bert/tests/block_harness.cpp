@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "loom/sdk/component_kind.hpp"
+#include "loom/sdk/hidden_copy.hpp"
 
 namespace loom_bert_test {
 
@@ -162,6 +163,7 @@ BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig
   int64_t masked = 0;
   for (int32_t label : batch.mlm_labels) masked += label >= 0 ? 1 : 0;
   const loom::ActivationShape shape{batch.batch, batch.seq, masked};
+  shape_ = shape;
   staging_ = std::make_unique<loom::host::BatchStaging>(backend_, shape);
   batch_view_ = &staging_->upload(batch.view());
   const size_t hidden = static_cast<size_t>(batch.batch * batch.seq * config.hidden_size);
@@ -227,6 +229,12 @@ double BlockHarness::objective(bool training) {
                                                     {batch.batch, batch.seq, config_.hidden_size});
   const loom::Tensor loss = loom::Tensor::contiguous(output_.data(), loom::DType::f32, {1});
   const loom::BlockRole role = block().role();
+  const bool input_copy = input_copy_.data() != nullptr, output_copy = output_copy_.data() != nullptr;
+  if (auto* copies = block_.find<loom::HiddenCopy>(); copies != nullptr && (input_copy || output_copy)) {
+    if (input_copy && !replaced_input_copy_) backend_.cast(hidden, hidden_view(input_copy_, compute_));
+    copies->set_hidden_copies(input_copy ? hidden_view(input_copy_, compute_) : loom::Tensor{},
+                              output_copy ? hidden_view(output_copy_, compute_) : loom::Tensor{});
+  }
   block().forward(args, role == loom::BlockRole::embeddings ? loom::Tensor{} : hidden,
                   role == loom::BlockRole::head ? loss : out);
   const float* y = static_cast<const float*>(output_.data());
@@ -265,6 +273,34 @@ std::vector<float> BlockHarness::gradient_gap(size_t i) const {
 std::vector<float> BlockHarness::output() const {
   const float* y = static_cast<const float*>(output_.data());
   return std::vector<float>(y, y + input_count());
+}
+
+loom::Tensor BlockHarness::hidden_view(const loom::Buffer& buffer, loom::DType dtype) const {
+  return loom::Tensor::contiguous(buffer.data(), dtype,
+                                  {batch_view_->batch, batch_view_->seq, config_.hidden_size});
+}
+
+void BlockHarness::use_hidden_copies(bool input, bool output) {
+  auto* copies = block_.find<loom::HiddenCopy>();
+  if (copies == nullptr) throw std::runtime_error("the block does not offer HiddenCopy");
+  copies->use_hidden_copies(input, output);
+  const size_t bytes = static_cast<size_t>(input_count()) * loom::dtype_size(compute_);
+  input_copy_ = input ? loom::Buffer(backend_, bytes) : loom::Buffer();
+  output_copy_ = output ? loom::Buffer(backend_, bytes) : loom::Buffer();
+  saved_ = loom::Buffer(backend_, block().activation_bytes(shape_).saved);
+}
+
+void BlockHarness::replace_input_copy(float value) {
+  backend_.fill(hidden_view(input_copy_, compute_), value);
+  replaced_input_copy_ = true;
+}
+
+std::vector<float> BlockHarness::output_copy() const {
+  std::vector<float> widened(static_cast<size_t>(input_count()));
+  loom::Buffer f32(backend_, widened.size() * 4);
+  backend_.cast(hidden_view(output_copy_, compute_), hidden_view(f32, loom::DType::f32));
+  std::memcpy(widened.data(), f32.data(), widened.size() * 4);
+  return widened;
 }
 
 double max_relative_difference(const float* a, const float* b, size_t n) {

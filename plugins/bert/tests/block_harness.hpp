@@ -59,6 +59,7 @@ class BlockHarness {
                bool flat_parameters = false, loom_query_interface_fn interfaces = nullptr);
 
   loom::Block& block() const { return *block_.get(); }
+  const loom::host::Component<loom::Block>& component() const { return block_; }
   size_t parameter_count() const { return specs_.size(); }
   const loom::ParameterSpec& spec(size_t i) const { return specs_[i]; }
   /// Master values of parameter i (host-addressable: backend/cpu).
@@ -83,6 +84,16 @@ class BlockHarness {
   /// The block output after forward (layers/embeddings) copied to the host.
   std::vector<float> output() const;
 
+  /// HiddenCopy, as the host uses it: tells the block which copies it gets (then sizes its saved
+  /// bytes again) and hands them over before each forward — the input's as cast from input(),
+  /// unless replace_input_copy set it, and a buffer for the output's.
+  void use_hidden_copies(bool input, bool output);
+  /// Fills the input's copy with `value` instead (a test that the block reads the copy it gets).
+  void replace_input_copy(float value);
+  /// The output's copy after forward, widened to f32.
+  std::vector<float> output_copy() const;
+  size_t saved_bytes() const { return saved_.bytes(); }
+
  private:
   void sync_compute();
 
@@ -97,6 +108,10 @@ class BlockHarness {
   std::unique_ptr<loom::host::BatchStaging> staging_;
   const loom::BatchView* batch_view_ = nullptr;
   loom::Buffer input_, d_input_, output_, d_output_, saved_, scratch_;
+  loom::Buffer input_copy_, output_copy_;  // HiddenCopy's, when used
+  bool replaced_input_copy_ = false;
+  loom::Tensor hidden_view(const loom::Buffer& buffer, loom::DType dtype) const;
+  loom::ActivationShape shape_{};
   std::vector<float> weights_;  // R
 };
 
