@@ -137,57 +137,73 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-/// d_sum = LayerNorm's input gradient (layernorm.cu's formula), d_branch = dropout'(d_sum) (and
-/// its 16-bit copy when d_branch_compute is not null). d_sum may alias d_out: a thread reads a quad
-/// of d_out before writing it to d_sum.
+/// The backward's arguments a row needs.
+template <typename SC>
+struct InputGradRows {
+  const float *d_out, *sum, *gamma, *mean, *rstd;
+  RowDropout dropout;
+  float *d_sum, *d_branch;
+  SC* d_branch_compute;  // null: no copy
+  int64_t cols;
+  bool vector;
+};
+
+/// One row: d_sum = LayerNorm's input gradient (layernorm.cu's formula), d_branch = dropout'(d_sum)
+/// (and its 16-bit copy when asked). The thread's quads of d_out, x̂ and d_branch stay in `dy`,
+/// `xhat` and `branch` (zeros past the row) for the caller's column sums. d_sum may alias d_out: a
+/// thread reads a quad of d_out before writing it to d_sum. Every thread of the block calls it.
+template <int kQuads, typename SC>
+__device__ __forceinline__ void input_grad_row(const InputGradRows<SC>& a, int64_t row, float* reduce,
+                                               float (&dy)[kQuads][4], float (&xhat)[kQuads][4],
+                                               float (&branch)[kQuads][4]) {
+  const int64_t base = row * a.cols;
+  const float m = a.mean[row], s = a.rstd[row];
+  float dnorm[kQuads][4];
+  float dnorm_sum = 0.0f, dnorm_xhat_sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kQuads; ++k) {
+    const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
+    const int width = quad_width(q, a.cols);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) dy[k][j] = dnorm[k][j] = xhat[k][j] = branch[k][j] = 0.0f;
+    if (width == 0) continue;  // past the row: zeros, which add nothing to the sums
+    float x[4], g[4];
+    load_quad(a.d_out + base, q, a.cols, a.vector, dy[k]);
+    load_quad(a.sum + base, q, a.cols, a.vector, x);
+    load_quad(a.gamma, q, a.cols, a.vector, g);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      dnorm[k][j] = dy[k][j] * g[j];  // 0 beyond C: loads read 0 there
+      xhat[k][j] = j < width ? (x[j] - m) * s : 0.0f;
+      dnorm_sum += dnorm[k][j];
+      dnorm_xhat_sum += dnorm[k][j] * xhat[k][j];
+    }
+  }
+  const float inv_cols = 1.0f / static_cast<float>(a.cols);
+  const float dnorm_mean = block_sum(dnorm_sum, reduce) * inv_cols;
+  const float dnorm_xhat_mean = block_sum(dnorm_xhat_sum, reduce) * inv_cols;
+#pragma unroll
+  for (int k = 0; k < kQuads; ++k) {
+    const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
+    if (quad_width(q, a.cols) == 0) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) branch[k][j] = s * (dnorm[k][j] - dnorm_mean - xhat[k][j] * dnorm_xhat_mean);
+    store_quad(a.d_sum + base, q, a.cols, a.vector, branch[k]);
+    a.dropout.apply(base + 4 * q, branch[k]);
+    store_quad(a.d_branch + base, q, a.cols, a.vector, branch[k]);
+    if (a.d_branch_compute != nullptr)
+      store_quad(a.d_branch_compute + base, q, a.cols, a.vector, branch[k]);  // rounded once
+  }
+}
+
+/// input_grad_row over every row, the grid striding over rows.
 template <int kQuads, typename SC>
 __global__ void __launch_bounds__(kMaxThreads)
-    layernorm_dropout_input_grad_kernel(const float* d_out, const float* sum, const float* gamma,
-                                        const float* mean, const float* rstd, RowDropout dropout,
-                                        float* d_sum, float* d_branch, SC* d_branch_compute, int64_t rows,
-                                        int64_t cols, bool vector) {
+    layernorm_dropout_input_grad_kernel(InputGradRows<SC> a, int64_t rows) {
   __shared__ float reduce[32];
-  const float inv_cols = 1.0f / static_cast<float>(cols);
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int64_t base = row * cols;
-    const float m = mean[row], s = rstd[row];
-    float dnorm[kQuads][4], xhat[kQuads][4];
-    float dnorm_sum = 0.0f, dnorm_xhat_sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kQuads; ++k) {
-      const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
-      const int width = quad_width(q, cols);
-      if (width == 0) {  // past the row: zeros, which add nothing to the sums
-#pragma unroll
-        for (int j = 0; j < 4; ++j) dnorm[k][j] = xhat[k][j] = 0.0f;
-        continue;
-      }
-      float dy[4], x[4], g[4];
-      load_quad(d_out + base, q, cols, vector, dy);
-      load_quad(sum + base, q, cols, vector, x);
-      load_quad(gamma, q, cols, vector, g);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        dnorm[k][j] = dy[j] * g[j];  // 0 beyond C: loads read 0 there
-        xhat[k][j] = j < width ? (x[j] - m) * s : 0.0f;
-        dnorm_sum += dnorm[k][j];
-        dnorm_xhat_sum += dnorm[k][j] * xhat[k][j];
-      }
-    }
-    const float dnorm_mean = block_sum(dnorm_sum, reduce) * inv_cols;
-    const float dnorm_xhat_mean = block_sum(dnorm_xhat_sum, reduce) * inv_cols;
-#pragma unroll
-    for (int k = 0; k < kQuads; ++k) {
-      const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
-      if (quad_width(q, cols) == 0) continue;
-      float grad[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) grad[j] = s * (dnorm[k][j] - dnorm_mean - xhat[k][j] * dnorm_xhat_mean);
-      store_quad(d_sum + base, q, cols, vector, grad);
-      dropout.apply(base + 4 * q, grad);
-      store_quad(d_branch + base, q, cols, vector, grad);
-      if (d_branch_compute != nullptr) store_quad(d_branch_compute + base, q, cols, vector, grad);  // rounded once
-    }
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {  // uniform: block_sum's syncs are safe
+    float dy[kQuads][4], xhat[kQuads][4], branch[kQuads][4];
+    input_grad_row<kQuads>(a, row, reduce, dy, xhat, branch);
   }
 }
 
@@ -208,17 +224,12 @@ struct RowTiles {
   }
 };
 
-/// layernorm_dropout_input_grad_kernel over RowTiles, also summing each tile's dγ (d_out·x̂), dβ
-/// (d_out) and dbias (d_branch) terms per column, rows in order, into partial[k][tile][col]
-/// (k = 0, 1, 2). d_sum may alias d_out (a thread reads a quad of d_out before writing it to d_sum).
+/// input_grad_row over RowTiles, also summing each tile's dγ (d_out·x̂), dβ (d_out) and dbias
+/// (d_branch) terms per column, rows in order, into partial[k][tile][col] (k = 0, 1, 2).
 template <int kQuads, typename SC>
 __global__ void __launch_bounds__(256)
-    layernorm_dropout_input_grad_sums_kernel(const float* d_out, const float* sum, const float* gamma,
-                                             const float* mean, const float* rstd, RowDropout dropout,
-                                             float* d_sum, float* d_branch, SC* d_branch_compute, RowTiles tiles,
-                                             float* partial, int64_t rows, int64_t cols, bool vector) {
+    layernorm_dropout_input_grad_sums_kernel(InputGradRows<SC> a, int64_t rows, RowTiles tiles, float* partial) {
   __shared__ float reduce[32];
-  const float inv_cols = 1.0f / static_cast<float>(cols);
   for (int64_t tile = blockIdx.x; tile < tiles.count; tile += gridDim.x) {  // uniform: syncs are safe
     float dgamma[kQuads][4], dbeta[kQuads][4], dbias[kQuads][4];
 #pragma unroll
@@ -228,61 +239,28 @@ __global__ void __launch_bounds__(256)
     const int64_t begin = tile * tiles.rows_per_tile;
     const int64_t end = begin + tiles.rows_per_tile < rows ? begin + tiles.rows_per_tile : rows;
     for (int64_t row = begin; row < end; ++row) {
-      const int64_t base = row * cols;
-      const float m = mean[row], s = rstd[row];
-      float dnorm[kQuads][4], xhat[kQuads][4];
-      float dnorm_sum = 0.0f, dnorm_xhat_sum = 0.0f;
+      float dy[kQuads][4], xhat[kQuads][4], branch[kQuads][4];
+      input_grad_row<kQuads>(a, row, reduce, dy, xhat, branch);
 #pragma unroll
-      for (int k = 0; k < kQuads; ++k) {
-        const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
-        const int width = quad_width(q, cols);
-        if (width == 0) {  // past the row: zeros, which add nothing to the sums
-#pragma unroll
-          for (int j = 0; j < 4; ++j) dnorm[k][j] = xhat[k][j] = 0.0f;
-          continue;
-        }
-        float dy[4], x[4], g[4];
-        load_quad(d_out + base, q, cols, vector, dy);
-        load_quad(sum + base, q, cols, vector, x);
-        load_quad(gamma, q, cols, vector, g);
+      for (int k = 0; k < kQuads; ++k)
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          dnorm[k][j] = dy[j] * g[j];  // 0 beyond C: loads read 0 there
-          xhat[k][j] = j < width ? (x[j] - m) * s : 0.0f;
-          dnorm_sum += dnorm[k][j];
-          dnorm_xhat_sum += dnorm[k][j] * xhat[k][j];
-          dgamma[k][j] += dy[j] * xhat[k][j];
-          dbeta[k][j] += dy[j];
+          dgamma[k][j] += dy[k][j] * xhat[k][j];
+          dbeta[k][j] += dy[k][j];
+          dbias[k][j] += branch[k][j];
         }
-      }
-      const float dnorm_mean = block_sum(dnorm_sum, reduce) * inv_cols;
-      const float dnorm_xhat_mean = block_sum(dnorm_xhat_sum, reduce) * inv_cols;
-#pragma unroll
-      for (int k = 0; k < kQuads; ++k) {
-        const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
-        if (quad_width(q, cols) == 0) continue;
-        float grad[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) grad[j] = s * (dnorm[k][j] - dnorm_mean - xhat[k][j] * dnorm_xhat_mean);
-        store_quad(d_sum + base, q, cols, vector, grad);
-        dropout.apply(base + 4 * q, grad);
-        store_quad(d_branch + base, q, cols, vector, grad);
-        if (d_branch_compute != nullptr) store_quad(d_branch_compute + base, q, cols, vector, grad);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) dbias[k][j] += grad[j];
-      }
     }
 #pragma unroll
     for (int k = 0; k < kQuads; ++k) {
       const int64_t q = threadIdx.x + int64_t{k} * blockDim.x;
-      const int width = quad_width(q, cols);
+      const int width = quad_width(q, a.cols);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {  // unrolled with a guard: the sums stay in registers
         if (j >= width) continue;
         const int64_t col = 4 * q + j;
-        partial[(0 * tiles.count + tile) * cols + col] = dgamma[k][j];
-        partial[(1 * tiles.count + tile) * cols + col] = dbeta[k][j];
-        partial[(2 * tiles.count + tile) * cols + col] = dbias[k][j];
+        partial[(0 * tiles.count + tile) * a.cols + col] = dgamma[k][j];
+        partial[(1 * tiles.count + tile) * a.cols + col] = dbeta[k][j];
+        partial[(2 * tiles.count + tile) * a.cols + col] = dbias[k][j];
       }
     }
   }
@@ -444,6 +422,14 @@ void CudaBackend::enqueue_residual_layernorm_backward(
   const bool vector = cols % 4 == 0 && is_aligned16(d_out.data) && is_aligned16(sum.data) &&
                       is_aligned16(gamma.data) && is_aligned16(d_sum.data) && is_aligned16(d_branch.data) &&
                       (!d_branch_compute.defined() || is_aligned8(d_branch_compute.data));
+  // The rows' arguments for a copy of the storage type of `compute_type`.
+  const auto rows_of = [&](auto compute_type) {
+    using SC = decltype(compute_type);
+    return InputGradRows<SC>{dys, sums, static_cast<const float*>(gamma.data), means, rstds,
+                             RowDropout::make(p, seed, offset), static_cast<float*>(d_sum.data), branch,
+                             d_branch_compute.defined() ? static_cast<SC*>(d_branch_compute.data) : nullptr,
+                             cols, vector};
+  };
   // As in the forward: the copy's type is the op's own dispatch; without a copy the bf16
   // instantiation runs with a null pointer.
   const auto with_copy_type = [&](auto run) {
@@ -463,11 +449,7 @@ void CudaBackend::enqueue_residual_layernorm_backward(
         if constexpr (decltype(quads)::value <= 4) {
           const auto kernel = layernorm_dropout_input_grad_sums_kernel<decltype(quads)::value, SC>;
           const unsigned blocks = row_blocks(kernel, launch.threads, tiles.count, info_.multiprocessors, op);
-          kernel<<<blocks, launch.threads, 0, stream_>>>(
-              dys, sums, static_cast<const float*>(gamma.data), means, rstds, RowDropout::make(p, seed, offset),
-              static_cast<float*>(d_sum.data), branch,
-              d_branch_compute.defined() ? static_cast<SC*>(d_branch_compute.data) : nullptr, tiles, partial,
-              rows, cols, vector);
+          kernel<<<blocks, launch.threads, 0, stream_>>>(rows_of(compute_type), rows, tiles, partial);
         }
       });
     });
@@ -491,10 +473,7 @@ void CudaBackend::enqueue_residual_layernorm_backward(
     with_quads_per_thread(launch.quads_per_thread, [&](auto quads) {
       const auto kernel = layernorm_dropout_input_grad_kernel<decltype(quads)::value, SC>;
       const unsigned blocks = row_blocks(kernel, launch.threads, rows, info_.multiprocessors, op);
-      kernel<<<blocks, launch.threads, 0, stream_>>>(
-          dys, sums, static_cast<const float*>(gamma.data), means, rstds, RowDropout::make(p, seed, offset),
-          static_cast<float*>(d_sum.data), branch,
-          d_branch_compute.defined() ? static_cast<SC*>(d_branch_compute.data) : nullptr, rows, cols, vector);
+      kernel<<<blocks, launch.threads, 0, stream_>>>(rows_of(compute_type), rows);
     });
   });
   if (dbias.defined()) {
