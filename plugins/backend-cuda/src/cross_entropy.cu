@@ -5,8 +5,11 @@
 // [0, num_classes) that is not the ignore index is recorded and reported at the backend's next
 // wait point (device_error_record.hpp), in backend/cpu's words — and counts the R valid rows,
 // which scale the gradient, into device memory. Then one block per row: max, first arg-max and
-// Σexp over the class columns by block reductions, then the row's loss and gradient (a row with
-// a bad target is treated as ignored, so nothing is read outside it). The mean is a fixed-order
+// Σexp over the class columns in one read of the row (each thread keeps a running maximum and its
+// Σexp rescaled to it, the online softmax; block reductions combine them), then the row's loss
+// and, for the gradient, one more pass (a row with a bad target is treated as ignored, so nothing
+// is read outside it). A row of the MLM head is 30,522 floats, and the rows in flight do not fit
+// in L2: the three separate passes over it this replaced read it from memory three times. The mean is a fixed-order
 // f64 reduction of the row losses (one block), so it is deterministic. The scale
 // grad_scale / R is computed from R on the device with backend/cpu's f32 arithmetic.
 // dlogits may alias logits: every thread reads the target logit before the reductions, whose
@@ -49,16 +52,24 @@ __global__ void cross_entropy_rows_kernel(const float* logits, const Target* tar
     return;
   }
   const float target_logit = row[t];
-  float max = -INFINITY;
-  for (int64_t c = threadIdx.x; c < num_classes; c += blockDim.x) max = fmaxf(max, row[c]);
-  max = block_max(max, float_shared);
-  int64_t first = INT64_MAX;  // the first column holding the maximum
-  for (int64_t c = threadIdx.x; c < num_classes; c += blockDim.x)
-    if (row[c] == max && c < first) first = c;
-  const int64_t argmax = block_min(first, index_shared);
-  float sum = 0.0f;
-  for (int64_t c = threadIdx.x; c < num_classes; c += blockDim.x) sum += expf(row[c] - max);
-  sum = block_sum(sum, float_shared);
+  // This thread's columns, in increasing order: running maximum m (NaN never takes it, as fmaxf),
+  // the first column holding it, and Σexp(x − m), rescaled whenever m grows.
+  float m = -INFINITY, s = 0.0f;
+  int64_t first = INT64_MAX;
+  for (int64_t c = threadIdx.x; c < num_classes; c += blockDim.x) {
+    const float x = row[c];
+    if (x > m) {
+      s *= expf(m - x);  // 0 while m is −∞
+      m = x;
+      first = c;
+    } else if (x == m && first == INT64_MAX) {
+      first = c;  // a −∞ column before any larger one: the first maximum of a row of −∞
+    }
+    s += x == -INFINITY ? 0.0f : expf(x - m);  // −∞ adds nothing, as exp(−∞ − max) would
+  }
+  const float max = block_max(m, float_shared);
+  const int64_t argmax = block_min(m == max ? first : INT64_MAX, index_shared);  // the first column
+  const float sum = block_sum(s == 0.0f ? 0.0f : s * expf(m - max), float_shared);
   const float loss = logf(sum) - (target_logit - max);
   if (threadIdx.x == 0) {
     if (row_loss != nullptr) row_loss[r] = loss;
