@@ -7,7 +7,8 @@ summary.json and summary.txt with every GPU part marked skipped; the fields are 
 the full check and for --quick. The rules that need a GPU's output are checked on made-up logs
 through gpu-check's own functions: memcheck stopped at its limit passes with a note when it found
 no error and fails when it found one; the attention benchmark's figures reach summary.json and
-summary.txt; a part skipped on request (--quick, --skip-benchmarks) does not fail the check. The
+summary.txt; the kernel profile's summary of the H200 run's committed ncu CSV matches that run's
+record; a part skipped on request (--quick, --skip-benchmarks) does not fail the check. The
 learning part (--corpus, --learn-minutes) runs tiny on the CPU here, on text made from the project's
 documentation, for 6 seconds: calibrated steps, a held-out curve and the baseline reach summary.json
 and summary.txt; a missing corpus fails it with the reason.
@@ -60,11 +61,11 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(summary["require_gpu"] is False, "LOOM_REQUIRE_GPU must not be set without a GPU")
     parts = summary["parts"]
     check(set(parts) == {"data", "gpu_tests", "nccl_one_rank", "memcheck", "end_to_end", "benchmarks",
-                         "attention_bench", "inference", "learning"}, f"parts {sorted(parts)}")
+                         "attention_bench", "inference", "kernel_profile", "learning"}, f"parts {sorted(parts)}")
     check(parts["learning"]["status"] == "skipped" and parts["learning"].get("requested") is True
           and "no --corpus" in parts["learning"]["reason"], f"learning without --corpus: {parts['learning']}")
     check(summary["mode"] == "full" and summary["limits"]["attention_bench"] > 0, f"mode {summary.get('mode')}")
-    for name in ("data", "memcheck", "benchmarks", "attention_bench", "inference"):
+    for name in ("data", "memcheck", "benchmarks", "attention_bench", "inference", "kernel_profile"):
         check(parts[name]["status"] == "skipped" and "no NVIDIA GPU" in parts[name]["reason"],
               f"{name}: {parts[name]}")
     tests = parts["gpu_tests"]
@@ -103,6 +104,8 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     ran = ("data", "gpu_tests", "end_to_end", "benchmark", "attention_bench")
     check(sum(summary["limits"][k] for k in ran) <= 300, f"--quick limits {summary['limits']}")
     check(summary["tests"]["skipped"] == parts["gpu_tests"]["skipped"] + 1, f"--quick tests {summary['tests']}")
+    check(parts["kernel_profile"] == {"status": "skipped", "reason": "--quick without --kernel-profile",
+                                      "requested": True}, f"--quick kernel_profile: {parts['kernel_profile']}")
     check(summary["ok"] is True, "--quick ok")
 
     # The learning part on the CPU: a tiny corpus (the documentation, one file per page), 0.1 minutes.
@@ -229,8 +232,36 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(gi.result(None, 150.0, json_out, notes, "stopped")["status"] == "timed_out", "inference stopped")
     check(gi.result(1, 3.0, json_out, notes, "no torch")["reason"] == "no torch", "inference failed, with its reason")
 
+    # The kernel profile's summary, on the ncu CSV of the H200 run (docs/measurements/): 1,600
+    # kernels, 209.47 ms, attention 66% (attention_dkdv 28.9%) as that run's README records.
+    import gzip  # noqa: E402
+    import gpu_check_kernels as gk  # noqa: E402
+    recorded = source / "docs/measurements/gpu-2026-11-26-h200/kernel-profile-loom/ncu-128.csv.gz"
+    profile = gk.summarize(gk.durations(gzip.open(recorded, "rt").read()))
+    check(profile["launches"] == 1600 and abs(profile["total_ms"] - 209.47) < 0.01, f"kernel profile totals {profile}")
+    top = profile["top_kernels"][0]
+    check(top["name"] == "void loom_cuda::<unnamed>::attention_dkdv_kernel<loom::BFloat16, float, 2>"
+          and top["share_percent"] == 28.9 and top["launches"] == 26, f"kernel profile top {top}")
+    families = profile["families"]
+    check(list(families)[0] == "attention" and round(families["attention"]["share_percent"]) == 66
+          and set(families) >= {"gemm", "elementwise", "normalization", "embedding", "loss", "optimizer"},
+          f"kernel profile families {families}")
+    check(gk.family("nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_TNT") == "gemm"
+          and gk.family("loom_cuda::<unnamed>::lamb_stage1_kernel") == "optimizer"
+          and gk.family("void loom_cuda::<unnamed>::cast_quads_kernel<float, loom::BFloat16>") == "elementwise",
+          "kernel families")
+    part = {"status": "passed", "workload": gk.WORKLOAD, **profile}
+    lines = "\n".join(gk.summary_lines(part))
+    check("1600 kernels, 209.5 ms; by family: attention 65.9%" in lines and " 28.9% " in lines,
+          f"kernel profile lines: {lines}")
+    check(gk.durations("no header here\n") == [], "a log without ncu's table")
+    recipe_text = gk.recipe(Path("/data"), Path("/tree"))
+    check('files = "/data/seq128/training_*.hdf5"' in recipe_text and "/tree/configs/models/bert-large.json"
+          in recipe_text and "batch_size = 64" in recipe_text, f"kernel profile recipe {recipe_text}")
+
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
 print("ok: gpu-check refuses without a GPU, with --allow-no-gpu (and --quick) writes a summary with the GPU parts "
-      "skipped, runs the learning part tiny on the CPU, and judges memcheck and the attention benchmark as stated")
+      "skipped, runs the learning part tiny on the CPU, judges memcheck and the attention benchmark as stated, "
+      "and summarizes a recorded kernel profile")

@@ -66,7 +66,8 @@ if [ -f "$root/lib/loom/plugins/libloom-backend-cuda.so" ]; then
               share/loom/configs/models/bert-small-v8192.json \
               share/loom/scripts/bench/compare-pytorch-cuda share/loom/scripts/bench/pytorch_bert_train.py \
               share/loom/scripts/bench/compare-attention share/loom/scripts/bench/pytorch_attention.py \
-              share/loom/scripts/gpu_check_inference.py share/loom/scripts/bench/compare-pytorch-inference \
+              share/loom/scripts/gpu_check_inference.py share/loom/scripts/gpu_check_kernels.py \
+              share/loom/scripts/bench/compare-pytorch-inference \
               share/loom/scripts/bench/pytorch_bert_inference.py \
               share/loom/tests/e2e/gpu_training_test.sh \
               share/loom/tests/gpu/gpu_requirement.sh share/loom/tests/parity/run_parity.sh \
