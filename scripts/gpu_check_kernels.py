@@ -6,12 +6,14 @@ bf16-mixed, NVLAMB — one untimed step and one timed — measuring only each ke
 first LAUNCHES kernels (about one and a half steps). It sums the durations per kernel name and per
 family (attention, GEMM, element-wise, normalisation, embedding, loss, optimizer) and keeps the raw
 CSV beside the summary. Without ncu the part is not_available, as memcheck is without
-compute-sanitizer.
+compute-sanitizer, and where ncu cannot profile on this machine (no access to the counters, a
+sandboxed runtime) it is refused with ncu's words, as memcheck is when the machine refuses it.
 """
 from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import shutil
 from pathlib import Path
@@ -55,6 +57,9 @@ FAMILIES = [
     ("loss", re.compile(r"cross_entropy|mean_loss", re.I)),
 ]
 # Milliseconds per unit, as ncu writes it ("ns"; "nsecond" in some versions).
+# ncu's own words when it cannot profile on the machine (rather than a failure of the program).
+REFUSALS = re.compile(r"Failed to initialize the profiler|ERR_NVGPUCTRPERM|permission to access NVIDIA GPU "
+                      r"Performance Counters|not supported on this (device|platform)", re.I)
 UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0,
          "second": 1e3}
 
@@ -128,10 +133,18 @@ def summarize(rows: list, top: int = TOP) -> dict:
                             for name, (n, ms) in kernels]}
 
 
+def find_ncu() -> str | None:
+    """ncu on the PATH, else in the CUDA toolkit or an Nsight Compute installation."""
+    found = shutil.which("ncu")
+    candidates = [Path(home) / "bin/ncu" for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda") if home]
+    candidates += sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"), reverse=True)
+    return found or next((str(p) for p in candidates if p.exists()), None)
+
+
 def kernel_profile(loom: Path, tree: Path, out: Path, data: Path, limit: float, run, reason) -> dict:
     """The part: `run` and `reason` are gpu-check's (a command under a time limit, and why a log
     failed)."""
-    ncu = shutil.which("ncu") or next((str(p) for p in Path("/usr/local/cuda/bin").glob("ncu") if p.exists()), None)
+    ncu = find_ncu()
     if ncu is None:
         return {"status": "not_available", "reason": "ncu (Nsight Compute) is not installed: it comes with the "
                                                      "CUDA toolkit"}
@@ -142,6 +155,10 @@ def kernel_profile(loom: Path, tree: Path, out: Path, data: Path, limit: float, 
     part = {"workload": WORKLOAD, "seconds": round(seconds, 1), "csv": csv_out.name, "log": log.name}
     rows = durations(csv_out.read_text(errors="replace")) if csv_out.exists() else []
     if not rows:
+        said = "\n".join(p.read_text(errors="replace") for p in (log, csv_out) if p.exists())
+        refusal = next((line.strip() for line in said.splitlines() if REFUSALS.search(line)), None)
+        if status is not None and refusal is not None:
+            return {"status": "refused", **part, "reason": refusal}
         return {"status": "timed_out" if status is None else "failed", **part, "reason": reason(log)}
     part.update(summarize(rows))
     return {"status": "passed" if status == 0 else "failed", **part,

@@ -255,6 +255,28 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check("1600 kernels, 209.5 ms; by family: attention 65.9%" in lines and " 28.9% " in lines,
           f"kernel profile lines: {lines}")
     check(gk.durations("no header here\n") == [], "a log without ncu's table")
+    # ncu that cannot profile on the machine is a refusal (no failure of the check), with its words;
+    # ncu that profiled nothing for another reason is a failure.
+    def fake_run(words, exit_status):
+        def run(command, out, limit, env=None, stderr=None):
+            out.write_text(words)
+            stderr.write_text("")
+            return exit_status, 1.0
+        return run
+    profiled = scratch / "profiled"
+    profiled.mkdir()
+    real_find, gk.find_ncu = gk.find_ncu, lambda: "ncu"
+    part = gk.kernel_profile(build / "bin/loom", source, profiled, scratch / "data", 10,
+                             fake_run("==ERROR== Failed to initialize the profiler: LibraryNotLoaded\n", 1),
+                             lambda log: "its log")
+    check(part["status"] == "refused" and "Failed to initialize the profiler" in part["reason"]
+          and gc.verdict({"kernel_profile": part}, True), f"kernel profile refused {part}")
+    part = gk.kernel_profile(build / "bin/loom", source, profiled, scratch / "data", 10,
+                             fake_run("loom: error: no shards\n", 2), lambda log: "its log")
+    check(part["status"] == "failed" and part["reason"] == "its log", f"kernel profile failed {part}")
+    gk.find_ncu = real_find
+    check('files = "' + str(scratch / "data") + '/seq128/' in (profiled / "kernel-profile.toml").read_text(),
+          "the kernel profile's recipe names gpu-check's data")
     recipe_text = gk.recipe(Path("/data"), Path("/tree"))
     check('files = "/data/seq128/training_*.hdf5"' in recipe_text and "/tree/configs/models/bert-large.json"
           in recipe_text and "batch_size = 64" in recipe_text, f"kernel profile recipe {recipe_text}")
