@@ -128,7 +128,43 @@ LoadedFile load_file(const std::string& path, std::vector<std::string>& chain,
   return result;
 }
 
+/// A bare TOML key: letters, digits, '_' and '-', as every key Loom reads. A quoted key ("a b",
+/// "it's") names nothing a component or the host reads, and one holding a single quote would not
+/// even survive recipe.resolved.toml (toml++ writes it unquoted, so the file would not parse).
+bool bare_key(std::string_view key) {
+  if (key.empty()) return false;
+  for (const char c : key)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+/// The key as written for a message: in double quotes, bytes outside printable ASCII as '?'.
+std::string shown_key(std::string_view key) {
+  std::string shown = "\"";
+  for (const char c : key) shown += c >= 0x20 && c < 0x7f ? c : '?';
+  return shown + "\"";
+}
+
 }  // namespace
+
+/// Every key below `node` (tables, arrays of tables, inline tables) that is not bare, as a problem
+/// naming where it came from.
+void Recipe::collect_key_problems(const toml::node& node, const std::string& path,
+                                  std::vector<std::string>& problems) const {
+  if (const toml::table* table = node.as_table()) {
+    for (const auto& [key, value] : *table) {
+      const std::string child = join_key(path, key.str());
+      if (!bare_key(key.str()))
+        problems.push_back(fmt::format("{}: the key {} is not one Loom reads: recipe keys are letters, digits, "
+                                       "'_' and '-'", origin(child), shown_key(key.str())));
+      else
+        collect_key_problems(value, child, problems);
+    }
+  } else if (const toml::array* array = node.as_array()) {
+    for (const toml::node& element : *array) collect_key_problems(element, path, problems);
+  }
+}
 
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
   std::vector<std::string> chain;
@@ -145,6 +181,7 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
       problems.insert(problems.end(), e.problems().begin(), e.problems().end());
     }
   }
+  recipe.collect_key_problems(recipe.root_, "", problems);
   if (!problems.empty()) throw RecipeError(problems);
   return recipe;
 }

@@ -37,12 +37,17 @@ class Recipe {
   friend Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides);
 
  private:
+  /// Adds a problem, naming its origin, for every key below `node` that is not a bare TOML key.
+  void collect_key_problems(const toml::node& node, const std::string& path,
+                            std::vector<std::string>& problems) const;
+
   toml::table root_;
   std::string path_;
   std::map<std::string, std::string> origins_;
 };
 
-/// Loads a recipe file with its includes and overrides; throws RecipeError.
+/// Loads a recipe file with its includes and overrides; throws RecipeError (also for a key that is
+/// not a bare TOML key: letters, digits, '_' and '-').
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {});
 
 }  // namespace loom::host

@@ -92,6 +92,17 @@ TEST(Recipe, OverrideWithoutEqualsIsAnError) {
   EXPECT_NE(problems[0].find("expected KEY=VALUE"), std::string::npos);
 }
 
+TEST(Recipe, KeysThatAreNotBareAreRefusedWhereTheyCameFrom) {
+  // A quoted key names nothing Loom reads, and one with a single quote would not survive
+  // recipe.resolved.toml (written unquoted): from a file, an inline table or --set, each is named.
+  const auto problems = load_problems("quoted_keys.toml", {"train'''eps=10"});
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0], data("quoted_keys.toml") + ":9:1: the key \"it's\" is not one Loom reads: recipe keys are "
+                                                    "letters, digits, '_' and '-'");
+  EXPECT_EQ(problems[1].rfind(data("quoted_keys.toml") + ":5:1: the key \"log every\"", 0), 0u) << problems[1];
+  EXPECT_EQ(problems[2].rfind("--set train'''eps=10: the key \"train'''eps\"", 0), 0u) << problems[2];
+}
+
 TEST(Recipe, ResolvedRecipeRoundTripsThroughToml) {
   Recipe recipe = load_recipe(data("derived.toml"), {"train.steps=3"});
   toml::table reparsed = toml::parse(recipe.to_toml());
