@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "loom/sdk/backward_input.hpp"
-#include "loom/sdk/hidden_copy.hpp"
 #include "loom/sdk/saved_attention_bytes.hpp"
 #include "model/parameter_init.hpp"
 #include "recipe/errors.hpp"
@@ -240,8 +239,8 @@ Model::ArenaLayout Model::arena_layout(const loom::ActivationShape& shape) const
   const size_t copy_bytes =
       aligned(static_cast<size_t>(shape.batch * shape.seq * config_.hidden_size) * loom::dtype_size(compute_dtype_));
   layout.copy_offsets.assign(layout.boundary_offsets.size(), 0);
-  for (size_t i = 0; i < hidden_copy_.size(); ++i)
-    if (hidden_copy_[i]) {
+  for (size_t i = 0; i + 1 < blocks_.size(); ++i)
+    if (blocks_[i].output_copy) {
       layout.copy_offsets[i] = offset;
       offset += copy_bytes;
     }
@@ -298,34 +297,31 @@ ArenaBytes Model::arena_bytes_for(const loom::ActivationShape& shape) const {
 }
 
 void Model::pair_hidden_copies() {
-  hidden_copy_.assign(blocks_.size() - 1, false);
   if (compute_dtype_ == loom::DType::f32) return;
-  const auto offered = [&](const ModelBlock& block, bool output) {
-    const auto* copy = block.block.find<loom::HiddenCopy>();
-    return copy != nullptr && block.block.call([&](loom::Block&) {
-      return output ? copy->writes_output_copy() : copy->reads_input_copy();
+  for (auto& block : blocks_) block.hidden_copy = block.block.find<loom::HiddenCopy>();
+  const auto offers = [&](const ModelBlock& block, bool output) {
+    return block.hidden_copy != nullptr && block.block.call([&](loom::Block&) {
+      return output ? block.hidden_copy->writes_output_copy() : block.hidden_copy->reads_input_copy();
     });
   };
-  for (size_t i = 0; i < hidden_copy_.size(); ++i)
-    hidden_copy_[i] = offered(blocks_[i], true) && offered(blocks_[i + 1], false);
-  for (size_t i = 0; i < blocks_.size(); ++i)
-    if (auto* copy = blocks_[i].block.find<loom::HiddenCopy>()) {
-      const bool input = i > 0 && hidden_copy_[i - 1], output = i < hidden_copy_.size() && hidden_copy_[i];
-      blocks_[i].block.call([&](loom::Block&) { copy->use_hidden_copies(input, output); });
-    }
+  for (size_t i = 0; i + 1 < blocks_.size(); ++i)
+    blocks_[i].output_copy = blocks_[i + 1].input_copy = offers(blocks_[i], true) && offers(blocks_[i + 1], false);
+  for (auto& block : blocks_)
+    if (block.hidden_copy != nullptr)
+      block.block.call(
+          [&](loom::Block&) { block.hidden_copy->use_hidden_copies(block.input_copy, block.output_copy); });
 }
 
 void Model::set_hidden_copies(size_t i, const loom::BatchView& batch) const {
-  auto* copy = blocks_[i].block.find<loom::HiddenCopy>();
-  if (copy == nullptr) return;
-  const bool input = i > 0 && hidden_copy_[i - 1], output = i < hidden_copy_.size() && hidden_copy_[i];
-  if (!input && !output) return;
+  const ModelBlock& block = blocks_[i];
+  if (!block.input_copy && !block.output_copy) return;
   const auto view = [&](size_t boundary) {
     return loom::Tensor::contiguous(static_cast<char*>(arena_.data()) + copy_offsets_[boundary], compute_dtype_,
                                     {batch.batch, batch.seq, config_.hidden_size}, backend_.device());
   };
-  blocks_[i].block.call([&](loom::Block&) {
-    copy->set_hidden_copies(input ? view(i - 1) : loom::Tensor{}, output ? view(i) : loom::Tensor{});
+  block.block.call([&](loom::Block&) {
+    block.hidden_copy->set_hidden_copies(block.input_copy ? view(i - 1) : loom::Tensor{},
+                                         block.output_copy ? view(i) : loom::Tensor{});
   });
 }
 

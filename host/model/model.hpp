@@ -23,6 +23,7 @@
 #include "checkpoint/bert_checkpoint.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
+#include "loom/sdk/hidden_copy.hpp"
 #include "model/parameter_table.hpp"
 #include "plugin_loading/component.hpp"
 #include "plugin_loading/plugin_registry.hpp"
@@ -124,6 +125,8 @@ class Model {
     loom::BlockRole role = loom::BlockRole::layer;
     size_t saved_offset = 0;  // bytes into the arena
     size_t saved_bytes = 0;
+    loom::HiddenCopy* hidden_copy = nullptr;  // the block's HiddenCopy, where it gets or writes a copy
+    bool input_copy = false, output_copy = false;  // which (output_copy: its boundary holds one)
   };
   // Where reserve() puts each part of the arena for one shape (byte offsets).
   struct ArenaLayout {
@@ -139,8 +142,8 @@ class Model {
   loom::Tensor hidden(size_t offset, const loom::BatchView& batch) const;
   /// Whether the block's backward reads its input (BackwardInput; true when it does not say).
   bool backward_reads_input(const ModelBlock& block) const;
-  /// Decides at which boundaries the blocks hand over a compute-dtype copy (HiddenCopy) and tells
-  /// each block, before any activation_bytes.
+  /// Decides at which boundaries the blocks hand over a compute-dtype copy (HiddenCopy), records it
+  /// in each ModelBlock and tells the block, before any activation_bytes.
   void pair_hidden_copies();
   /// Gives block i this forward's copies, where it uses any.
   void set_hidden_copies(size_t i, const loom::BatchView& batch) const;
@@ -159,7 +162,6 @@ class Model {
   loom::ActivationShape reserved_{0, 0, 0};
   loom::Buffer arena_;
   std::vector<size_t> boundary_offsets_;  // output of block i (i < n − 1)
-  std::vector<bool> hidden_copy_;         // per boundary: its compute-dtype copy is handed over
   std::vector<size_t> copy_offsets_;      // that copy's place in the arena
   size_t loss_offset_ = 0, d_hidden_offset_[2] = {0, 0}, scratch_offset_ = 0, scratch_bytes_ = 0;
 

@@ -9,7 +9,8 @@
 // Saved: q, k, v, probs, ctx (compute dtype), x1, x2 and LayerNorm statistics (f32), u (compute
 // dtype); h1 in f32 compute, its 16-bit copy (only) in bf16/f16 compute, plus a 16-bit copy of x
 // there — unless the host hands over the previous layer's copy of its output (HiddenCopy, then
-// kept by the host; this layer likewise writes its own output's copy where the next one reads it). g is saved in f32 compute only: in 16-bit compute backward recomputes it from u into
+// kept by the host; this layer likewise writes its own output's copy where the next one reads it).
+// g is saved in f32 compute only: in 16-bit compute backward recomputes it from u into
 // scratch (the same op on the same inputs, so the same bits), which keeps [B·T, I] per layer out of
 // the saved activations — the largest tensor a layer would keep, and 16-bit compute is where
 // device memory is short — for one bias + GELU pass per layer (on the CPU in f32 an erf per

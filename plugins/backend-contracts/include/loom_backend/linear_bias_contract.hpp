@@ -1,6 +1,7 @@
 // The argument contract of LinearBias (loom/sdk/ops/linear_bias.hpp), checked the same way by
-// every backend that offers it. The product's own operands (x, w, y's strides) are checked by the
-// backend's gemm contract (gemm_contract.hpp), which the op runs through either way.
+// every backend that offers it, and the unfused form both backends share for a row-strided f32 y.
+// The product's own operands (x, w, y's strides) are checked by the backend's gemm contract
+// (gemm_contract.hpp), which the op runs through either way.
 #pragma once
 
 #include <string>
