@@ -6,7 +6,8 @@ runs what needs no GPU (the test binaries' GPU-free tests, the skip paths of the
 summary.json and summary.txt with every GPU part marked skipped; the fields are checked here, for
 the full check and for --quick. The rules that need a GPU's output are checked on made-up logs
 through gpu-check's own functions: memcheck stopped at its limit passes with a note when it found
-no error and fails when it found one; the attention benchmark's figures reach summary.json and
+no error and fails when it found one; the races part (racecheck, synccheck) fails on a hazard or a
+barrier error and reports racecheck's warnings; the attention benchmark's figures reach summary.json and
 summary.txt; the kernel profile's summary of the H200 run's committed ncu CSV matches that run's
 record; a part skipped on request (--quick, --skip-benchmarks) does not fail the check. The
 learning part (--corpus, --learn-minutes) runs tiny on the CPU here, on text made from the project's
@@ -60,12 +61,12 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(summary["gpu"]["available"] is False and summary["gpu"]["reason"], f"gpu {summary['gpu']}")
     check(summary["require_gpu"] is False, "LOOM_REQUIRE_GPU must not be set without a GPU")
     parts = summary["parts"]
-    check(set(parts) == {"data", "gpu_tests", "nccl_one_rank", "memcheck", "end_to_end", "benchmarks",
+    check(set(parts) == {"data", "gpu_tests", "nccl_one_rank", "memcheck", "races", "end_to_end", "benchmarks",
                          "attention_bench", "inference", "kernel_profile", "learning"}, f"parts {sorted(parts)}")
     check(parts["learning"]["status"] == "skipped" and parts["learning"].get("requested") is True
           and "no --corpus" in parts["learning"]["reason"], f"learning without --corpus: {parts['learning']}")
     check(summary["mode"] == "full" and summary["limits"]["attention_bench"] > 0, f"mode {summary.get('mode')}")
-    for name in ("data", "memcheck", "benchmarks", "attention_bench", "inference", "kernel_profile"):
+    for name in ("data", "memcheck", "races", "benchmarks", "attention_bench", "inference", "kernel_profile"):
         check(parts[name]["status"] == "skipped" and "no NVIDIA GPU" in parts[name]["reason"],
               f"{name}: {parts[name]}")
     tests = parts["gpu_tests"]
@@ -106,6 +107,8 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(summary["tests"]["skipped"] == parts["gpu_tests"]["skipped"] + 1, f"--quick tests {summary['tests']}")
     check(parts["kernel_profile"] == {"status": "skipped", "reason": "--quick without --kernel-profile",
                                       "requested": True}, f"--quick kernel_profile: {parts['kernel_profile']}")
+    check(parts["races"] == {"status": "skipped", "reason": "--quick without --races", "requested": True},
+          f"--quick races: {parts['races']}")
     check(summary["ok"] is True, "--quick ok")
 
     # The learning part on the CPU: a tiny corpus (the documentation, one file per page), 0.1 minutes.
@@ -176,6 +179,57 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(part["status"] == "failed" and part["errors"] == 3, f"memcheck with errors {part}")
     log.write_text("========= Error: Target application terminated before first instrumented API call\n")
     check(gc.memcheck_result(1, 1.0, log)["status"] == "refused", "memcheck refused")
+
+    # The races part (racecheck, then synccheck): hazards and barrier errors fail it, racecheck's
+    # warnings are reported, a run stopped at its limit counts what it got through, and a log with
+    # neither a summary nor a finished test is the machine refusing the tools.
+    import gpu_check_races as gr  # noqa: E402  (scripts/, on the path for gpu-check's import above)
+    runs = gr.commands("compute-sanitizer", Path("cuda_tests"), Path("op_tests"))
+    check([run[2] for run in runs] == ["racecheck", "racecheck", "synccheck", "synccheck"]
+          and all("--error-exitcode" in run for run in runs), f"races commands {runs}")
+    check("Backends/Attention.*/cuda" in runs[1][-1] and "Backends/ResidualLayerNorm.*/cuda" in runs[1][-1]
+          and "Backends/Gemm" not in runs[1][-1], f"races op cases {runs[1][-1]}")
+    check("AttentionTensorCoreKernelsAgreeWithTheCudaCoreKernels" in runs[0][-1]
+          and "B256_H16_T128" not in runs[0][-1], f"races attention cases {runs[0][-1]}")
+    # The filters name tests that exist: all three attention cases, and every op case of the families.
+    listed = [subprocess.run([build / "bin" / program, "--gtest_list_tests", cases], capture_output=True,
+                             text=True).stdout for program, cases in (("loom_backend_cuda_tests", gr.ATTENTION_CASES),
+                                                                       ("loom_backend_ops_test", gr.OP_CASES))]
+    check(sum(line.startswith("  ") for line in listed[0].splitlines()) == 3, f"races attention cases: {listed[0]}")
+    suites = {line.rstrip(".") for line in listed[1].splitlines() if line and not line.startswith((" ", "Running"))}
+    check(suites == {f"Backends/{family}" for family in gr.OP_FAMILIES}, f"races op families listed: {suites}")
+    log = scratch / "races.log"
+    race_clean = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+    sync_clean = "========= ERROR SUMMARY: 0 errors\n"
+    log.write_text((ok_line * 3 + race_clean) * 2 + (ok_line * 3 + sync_clean) * 2)
+    part = gr.result(0, 40.0, log, 90, 12)
+    check(part["status"] == "passed" and part["errors"] == 0 and part["warnings"] == 0 and "note" not in part,
+          f"races clean {part}")
+    log.write_text(ok_line * 3 + "========= Error: Race reported between Write access at flash_attention_kernel+0x90\n"
+                   "=========     and Read access at flash_attention_kernel+0x120 [4 hazards]\n"
+                   "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n"
+                   + ok_line * 3 + race_clean + (ok_line * 3 + sync_clean) * 2)
+    part = gr.result(9, 40.0, log, 90, 12)
+    check(part["status"] == "failed" and part["errors"] == 1 and part["reason"] == "1 errors in 12 tests",
+          f"races with a hazard {part}")
+    check(not gc.verdict({"races": part}, True), "a race passes the check")
+    log.write_text((ok_line * 3 + "========= RACECHECK SUMMARY: 2 hazards displayed (0 errors, 2 warnings)\n")
+                   + (ok_line * 3 + race_clean) + (ok_line * 3 + sync_clean) * 2)
+    part = gr.result(0, 40.0, log, 90, 12)
+    check(part["status"] == "passed" and part["warnings"] == 2 and "2 racecheck warnings" in part["note"],
+          f"races with warnings {part}")
+    log.write_text(ok_line * 7 + "========= Barrier error detected. Divergent thread(s) in block\n"
+                   f"{gc.STOPPED} 90 s]\n")
+    part = gr.result(None, 90.0, log, 90, 7)
+    check(part["status"] == "failed" and part["stopped_at_limit"] and "7 tests checked, 1 error," in part["reason"],
+          f"races stopped with a barrier error {part}")
+    log.write_text(ok_line * 7 + f"{gc.STOPPED} 90 s]\n")
+    part = gr.result(None, 90.0, log, 90, 7)
+    check(part["status"] == "passed" and part["note"].startswith("7 tests checked, 0 errors, 0 warnings, stopped")
+          and gc.verdict({"races": part}, True), f"races stopped without errors {part}")
+    log.write_text("========= Error: Target application terminated before first instrumented API call\n")
+    check(gr.result(1, 1.0, log, 90, 0)["status"] == "refused", "races refused")
+
     check(gc.verdict({"benchmarks": gc.skipped("--skip-benchmarks", requested=True)}, True),
           "a part skipped on request fails the check")
     check(not gc.verdict({"benchmarks": gc.skipped("no NVIDIA GPU")}, True), "a GPU part skipped on a GPU passes")
@@ -285,5 +339,5 @@ if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
 print("ok: gpu-check refuses without a GPU, with --allow-no-gpu (and --quick) writes a summary with the GPU parts "
-      "skipped, runs the learning part tiny on the CPU, judges memcheck and the attention benchmark as stated, "
+      "skipped, runs the learning part tiny on the CPU, judges memcheck, races and the attention benchmark as stated, "
       "and summarizes a recorded kernel profile")
