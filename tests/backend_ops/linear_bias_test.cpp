@@ -2,7 +2,7 @@
 // (16-bit: the f32 sum rounded once, so within one rounding plus the product's error), the same bits
 // as gemm into f32, bias_add and cast where the backend runs backend/cpu's code, a strided x (the
 // rows of a wider activation), an f32 y with a row stride of its own (the MLM head's padded logits:
-// padding untouched), and the argument contract (the scratch a 16-bit y needs, a contiguous 16-bit
+// padding untouched), a bias that is not 16-byte aligned, and the argument contract (the scratch a 16-bit y needs, a contiguous 16-bit
 // y, the bias's length, w's dtype). Skipped on a backend that does not offer the op.
 #include "backend_op_case.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
@@ -76,6 +76,28 @@ TEST_P(LinearBias, SameBitsAsGemmBiasAddAndCastOnTheReferenceCode) {
     } else {  // another GEMM sums in another order: within the product's error and one rounding
       expect_close(read(y_dev), expected.floats(), kDotProduct + one_ulp(dtype), "linear + bias");
     }
+  }
+}
+
+TEST_P(LinearBias, ABiasThatIsNotSixteenByteAligned) {
+  LOOM_OFFERED_OR_SKIP(loom::LinearBias, op);
+  // The bias starts 1 and 2 floats into its buffer (4- and 8-byte aligned): the result is the same
+  // sum as with an aligned bias (a backend may take another path for it, never a refusal).
+  const int64_t rows = 21, in = 32, out = 40;
+  const auto x = stored(random_floats(rows * in, 61), DType::bf16, {rows, in});
+  const auto w = stored(random_floats(out * in, 62), DType::bf16, {out, in});
+  const auto padded = random_floats(out + 2, 63);
+  DeviceTensor x_dev = upload(HostTensor::of(x, DType::bf16, {rows, in}));
+  DeviceTensor w_dev = upload(HostTensor::of(w, DType::bf16, {out, in}));
+  DeviceTensor b_dev = upload(HostTensor::of(padded, DType::f32, {out + 2}));
+  for (int64_t shift : {1, 2}) {
+    SCOPED_TRACE("bias " + std::to_string(shift) + " floats into its buffer");
+    const std::vector<float> bias(padded.begin() + shift, padded.begin() + shift + out);
+    DeviceTensor y_dev = upload_zeros(DType::bf16, {rows, out}), scratch = upload_zeros(DType::f32, {rows, out});
+    op->linear_bias_forward(x_dev.view(), w_dev.view(), b_dev.view().narrow(0, shift, out), y_dev.view(),
+                             scratch.view());
+    expect_close(read(y_dev), reference_linear(x, in, w, bias, rows, in, out), kDotProduct + one_rounding(DType::bf16),
+                 "linear + a shifted bias");
   }
 }
 

@@ -103,7 +103,7 @@ __global__ void bias_gelu_backward_kernel(const float* dy, const SX* x, const fl
                                           SC* dx_compute, int64_t n, int64_t cols, bool erf_form) {
   LOOM_GRID_STRIDE(e, n) {
     const float v = load(x, e) + (bias != nullptr ? bias[e % cols] : 0.0f);
-    const float g = dy[e] * gelu_derivative(v, erf_form);
+    const float g = __fmul_rn(dy[e], gelu_derivative(v, erf_form));
     dx[e] = g;
     if (dx_compute != nullptr) store(dx_compute, e, g);
   }
@@ -121,7 +121,7 @@ __global__ void bias_gelu_backward_quads_kernel(const float* dy, const SX* x, co
     load_quad(x, q, 4 * quads, true, v);
     if (bias != nullptr) load_quad(bias, q % col_quads, 4 * col_quads, true, b);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) g[j] = g[j] * gelu_derivative(v[j] + b[j], erf_form);
+    for (int j = 0; j < 4; ++j) g[j] = __fmul_rn(g[j], gelu_derivative(v[j] + b[j], erf_form));
     store_quad(dx, q, 4 * quads, true, g);
     if (dx_compute != nullptr) store_quad(dx_compute, q, 4 * quads, true, g);
   }
@@ -142,7 +142,9 @@ struct GeluGradientTerm {
   __device__ void operator()(int64_t row, int64_t col, float* values) const {
     const int64_t e = row * cols + col;
     const float v = load(x, e) + (bias != nullptr ? bias[col] : 0.0f);
-    const float g = dy[e] * gelu_derivative(v, erf_form);
+    // _rn: the product is rounded before it is summed (no FMA into the column sum), so dbias is
+    // the sum of the dx this term stores, whether or not it stores it.
+    const float g = __fmul_rn(dy[e], gelu_derivative(v, erf_form));
     if (dx != nullptr) dx[e] = g;
     if (copy != nullptr) store(copy, e, g);
     values[0] = g;

@@ -4,9 +4,11 @@
 // Pass 1 (column_partials_kernel): block (32 columns × 8 row lanes) per (column tile, row tile,
 // p), a row tile being ≥ 256 rows and at most 1024 tiles; each lane sums its rows of the tile in increasing
 // order, then lane 0 adds the 8 lane sums in order into partial[k][tile][p][c]. Pass 2
-// (column_finalize_kernel): one thread per (p, c) adds the tiles' partials in tile order into out. Every
-// order is fixed, so results are bit-identical run to run (they differ from the CPU's row-order sums only by
-// rounding).
+// (column_finalize_kernel): a block of 32 columns × 32 lanes per output; lane t adds tiles t, t + 32,
+// … in order, then the 32 lane sums are added in lane order into out — the same order whatever the
+// grid, and wide enough that the 2,048 tiles of the add & norm backward (residual_layernorm.cu) are
+// not one thread's loop. Every order is fixed, so results are bit-identical run to run (they differ
+// from the CPU's row-order sums only by rounding).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -80,8 +82,19 @@ __global__ void column_partials_kernel(Term term, ColumnSumPlan plan, float* par
   }
 }
 
-/// Pass 2: out[i] += Σ_tile partial[tile·count + i], i < count = period·cols, tiles in order.
-__global__ void column_finalize_kernel(const float* partial, int64_t tiles, int64_t count, float* out);
+inline constexpr int kFinalizeColumns = 32;  // pass 2: columns per block (one per lane)
+inline constexpr int kFinalizeLanes = 32;    // pass 2: threads per column splitting the tiles
+
+/// Pass 2's outputs: up to three sums in one launch, a null one skipped.
+struct FinalizeOutputs {
+  float* sums[3];
+};
+
+/// Pass 2: out.sums[k][i] += Σ_tile partial[(k·tiles + tile)·count + i] for k < outputs and i < count
+/// = period·cols, in the fixed order above.
+__global__ void column_finalize_kernel(const float* partial, int64_t tiles, int64_t count, FinalizeOutputs out);
+void finalize_column_sums(const float* partial, int64_t tiles, int64_t count, const FinalizeOutputs& out,
+                          int outputs, cudaStream_t stream);
 
 /// Launches both passes for K outputs: out[k] (period·cols floats each) accumulates sum k.
 /// `scratch` holds plan.scratch_floats(K) floats. Period ≤ 65535 (a grid dimension).
@@ -93,11 +106,10 @@ void accumulate_column_sums(Term term, const ColumnSumPlan& plan, float* scratch
   const dim3 grid(static_cast<unsigned>((plan.cols + kColumnTile - 1) / kColumnTile),
                   static_cast<unsigned>(plan.tiles), static_cast<unsigned>(plan.period));
   column_partials_kernel<K, Term><<<grid, block, 0, stream>>>(term, plan, scratch);
-  const int64_t count = plan.period * plan.cols;
-  const unsigned blocks = static_cast<unsigned>((count + 255) / 256);
-  for (int k = 0; k < K; ++k)
-    column_finalize_kernel<<<blocks, 256, 0, stream>>>(scratch + k * plan.tiles * count, plan.tiles, count,
-                                                       out[k]);
+  static_assert(K <= 3, "at most three sums per finalize");
+  FinalizeOutputs outputs{{nullptr, nullptr, nullptr}};
+  for (int k = 0; k < K; ++k) outputs.sums[k] = out[k];
+  finalize_column_sums(scratch, plan.tiles, plan.period * plan.cols, outputs, K, stream);
 }
 
 /// The plain term: x[row, col] of a dense row-major [rows, cols] f32 matrix.

@@ -193,6 +193,10 @@ void CublasLtGemm::run(const ColumnMajorGemm& p) {
 }
 
 bool CublasLtGemm::run_with_bias(const ColumnMajorGemm& p) {
+  // cuBLASLt documents no alignment a bias must have, and its heuristic need not take the pointer's
+  // into account: a bias below 16 bytes takes the unfused ops rather than risk a refused matmul.
+  // (Parameters are allocated 64-byte aligned, so the model's biases always qualify.)
+  if (alignment_of(p.bias) < 16) return false;
   Plan& plan = plan_for(p, key_of(p));
   if (!plan.supported) return false;
   lt_check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias,

@@ -47,7 +47,8 @@ class CublasLtGemm {
   void run(const ColumnMajorGemm& problem);
   /// Enqueues a product with a bias (problem.bias set) and returns true, or returns false without
   /// enqueueing anything when cuBLASLt offers no algorithm for its BIAS epilogue with an f32 bias
-  /// and C's type (remembered per shape: the caller then runs the unfused ops).
+  /// and C's type (remembered per shape: the caller then runs the unfused ops), or when the bias is
+  /// not 16-byte aligned.
   bool run_with_bias(const ColumnMajorGemm& problem);
 
   /// Distinct shapes planned so far (tests check that repeats hit the cache).

@@ -258,8 +258,8 @@ void CudaBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Te
                    "embedding_scatter_add: radix sort");
         run_heads_kernel<<<blocks, kThreads, 0, stream_>>>(sorted, n, row_bits, heads);
         check_launch("embedding_scatter_add");
-        cuda_check(cub::DeviceScan::InclusiveScan(temporary, scan_bytes, heads, first, cuda::maximum<int32_t>{},
-                                                  items, stream_),
+        cuda_check(cub::DeviceScan::InclusiveScan(temporary, scan_bytes, static_cast<const int32_t*>(heads), first,
+                                                  cuda::maximum<int32_t>{}, items, stream_),
                    "embedding_scatter_add: scan");
         const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>((cols + kThreads - 1) / kThreads));
         const auto* rows = static_cast<const float*>(dout.data);

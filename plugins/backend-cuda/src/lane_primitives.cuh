@@ -132,7 +132,8 @@ LOOM_LANE_FN uint32_t shfl_index(uint32_t v, int source_lane) {
 LOOM_LANE_FN void cp_async_16(void* shared_destination, const void* global_source) {
 #if defined(__CUDA_ARCH__)
   const auto address = static_cast<uint32_t>(__cvta_generic_to_shared(shared_destination));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global_source));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address),
+               "l"(__cvta_generic_to_global(global_source)));
 #else
   std::memcpy(shared_destination, global_source, 16);
 #endif
@@ -150,7 +151,9 @@ LOOM_LANE_FN void cp_async_commit() {
 template <int kPending>
 LOOM_LANE_FN void cp_async_wait() {
 #if defined(__CUDA_ARCH__)
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+  // "memory": no load of shared memory is moved above the wait by the compiler (the block_sync()
+  // that follows is a barrier to it too; this keeps a thread's own copies safe without one).
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 #endif
 }
 

@@ -19,7 +19,7 @@
 // takes tiles of consecutive rows (RowTiles: a fixed function of the row count, never of the
 // grid), computes each row's d_sum and d_branch as above and adds the row's dγ (d_out·x̂), dβ
 // (d_out) and dbias (d_branch) terms into per-column sums in its registers, rows in order; each
-// tile's sums go to a partial buffer that column_finalize_kernel adds up in tile order. d_out and
+// tile's sums go to a partial buffer that column_finalize_kernel adds up in a fixed order. d_out and
 // the saved sum are then read once, and d_branch never read back. Wider rows take three passes:
 // layernorm_backward's column sums of d_out·x̂ and d_out (column_sums.cuh), enqueued before the row
 // kernel so d_sum may alias d_out, the row kernel, and bias_grad's column sums of d_branch.
@@ -150,7 +150,8 @@ struct InputGradRows {
 
 /// One row: d_sum = LayerNorm's input gradient (layernorm.cu's formula), d_branch = dropout'(d_sum)
 /// (and its 16-bit copy when asked). The thread's quads of d_out, x̂ and d_branch stay in `dy`,
-/// `xhat` and `branch` (zeros past the row) for the caller's column sums. d_sum may alias d_out: a
+/// `xhat` and `branch` for the caller's column sums (their columns past the row hold no meaningful
+/// value: the caller skips them). d_sum may alias d_out: a
 /// thread reads a quad of d_out before writing it to d_sum. Every thread of the block calls it.
 template <int kQuads, typename SC>
 __device__ __forceinline__ void input_grad_row(const InputGradRows<SC>& a, int64_t row, float* reduce,
@@ -453,13 +454,9 @@ void CudaBackend::enqueue_residual_layernorm_backward(
         }
       });
     });
-    float* const out[3] = {static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data),
-                           dbias.defined() ? static_cast<float*>(dbias.data) : nullptr};
-    const unsigned finalize_blocks = static_cast<unsigned>((cols + 255) / 256);
-    for (int k = 0; k < 3; ++k)
-      if (out[k] != nullptr)
-        column_finalize_kernel<<<finalize_blocks, 256, 0, stream_>>>(partial + k * per_sum, tiles.count, cols,
-                                                                     out[k]);
+    const FinalizeOutputs out{{static_cast<float*>(dgamma.data), static_cast<float*>(dbeta.data),
+                               dbias.defined() ? static_cast<float*>(dbias.data) : nullptr}};
+    finalize_column_sums(partial, tiles.count, cols, out, dbias.defined() ? 3 : 2, stream_);
     return;
   }
   // One scratch area serves both column sums: they run one after the other on the stream.
