@@ -11,10 +11,11 @@
 // keys are distinct, so the order is total (rows of one id in increasing row order) whatever the
 // sort's stability. The order of addition is loom_backend::kScatterAddChunkRows's (R), as on
 // backend/cpu, so results are bit-identical to the CPU's and run to run: each sorted position
-// learns where its id's rows start (a max-scan of the run heads); a block per run of R rows after an
-// id's first R sums them from zero into a partial (chunk_sums_kernel: partial k / R, distinct
-// because such runs start R apart); then the block at each id's first position adds its first R
-// rows and its partials, in order, to the table row (scatter_add_sorted_kernel). An id with
+// learns where its id's rows start (a max-scan of the run heads); each run of R rows after an id's
+// first R is summed from zero into a partial (chunk_sums_kernel: partial k / R, distinct because
+// such runs start R apart); then at each id's first position its first R rows and its partials are
+// added, in order, to the table row (scatter_add_sorted_kernel). A block walks 32 sorted positions
+// and does that work for those of them that start a run or an id. An id with
 // thousands of rows (a token type) is then a few hundred short sums in parallel and one short one,
 // not one sum thousands of rows long. Bad ids sort last under the key V and are skipped.
 #include <cub/device/device_radix_sort.cuh>
@@ -117,37 +118,56 @@ __device__ __forceinline__ int64_t chunk_end(const uint64_t* keys, int64_t k, in
   return valid;
 }
 
-/// Block k, when position k starts a run of R rows after its id's first R (k − first ≥ R, a
-/// multiple of R), stores the run's sum from zero as partial[k / R].
+/// Sorted positions per block of the two kernels below: a block walks its positions in turn (the
+/// test on each is the same for all its threads), so that the many positions with nothing to do
+/// (most of them, in either kernel) are a few loads each rather than a block launch each.
+constexpr int64_t kPositionsPerBlock = 32;
+
+/// The sorted positions of block blockIdx.x: [begin, end).
+struct BlockPositions {
+  int64_t begin, end;
+  __device__ explicit BlockPositions(int64_t n)
+      : begin(blockIdx.x * kPositionsPerBlock),
+        end(begin + kPositionsPerBlock < n ? begin + kPositionsPerBlock : n) {}
+};
+
+/// For each position k of the block that starts a run of R rows after its id's first R (k − first
+/// ≥ R, a multiple of R), stores the run's sum from zero as partial[k / R].
 __global__ void chunk_sums_kernel(const float* dout, const uint64_t* keys, const int32_t* first, int64_t n,
                                   int row_bits, int64_t vocab, float* partial, int64_t cols) {
-  const int64_t k = blockIdx.x;
-  const uint64_t id = keys[k] >> row_bits;
-  if (id >= static_cast<uint64_t>(vocab)) return;  // a bad id: skipped
-  const int64_t o = k - first[k];
-  if (o < kChunk || o % kChunk != 0) return;
-  const int64_t end = chunk_end(keys, k, n, row_bits, id);
   const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
-  for (int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x; c < cols; c += int64_t{gridDim.y} * blockDim.x)
-    partial[(k / kChunk) * cols + c] = sorted_rows_sum(dout, keys, k, end, row_mask, cols, c, 0.0f);
+  const BlockPositions positions(n);
+  for (int64_t k = positions.begin; k < positions.end; ++k) {
+    const uint64_t id = keys[k] >> row_bits;
+    if (id >= static_cast<uint64_t>(vocab)) continue;  // a bad id: skipped
+    const int64_t o = k - first[k];
+    if (o < kChunk || o % kChunk != 0) continue;
+    const int64_t end = chunk_end(keys, k, n, row_bits, id);
+    for (int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x; c < cols;
+         c += int64_t{gridDim.y} * blockDim.x)
+      partial[(k / kChunk) * cols + c] = sorted_rows_sum(dout, keys, k, end, row_mask, cols, c, 0.0f);
+  }
 }
 
-/// Block k, when sorted position k is the first of its id, adds that id's first R rows (in row
-/// order) and then its runs' partial sums (in order) to the id's table row.
+/// For each position k of the block that is the first of its id, adds that id's first R rows (in
+/// row order) and then its runs' partial sums (in order) to the id's table row.
 __global__ void scatter_add_sorted_kernel(const float* dout, const uint64_t* keys, const float* partial, int64_t n,
                                           int row_bits, int64_t vocab, float* dtable, int64_t cols) {
-  const int64_t k = blockIdx.x;
-  const uint64_t id = keys[k] >> row_bits;
-  if (id >= static_cast<uint64_t>(vocab)) return;             // a bad id: skipped
-  if (k > 0 && (keys[k - 1] >> row_bits) == id) return;        // not its id's first row
-  const int64_t end = chunk_end(keys, k, n, row_bits, id);
   const uint64_t row_mask = (uint64_t{1} << row_bits) - 1;
-  float* dst = dtable + static_cast<int64_t>(id) * cols;
-  for (int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x; c < cols; c += int64_t{gridDim.y} * blockDim.x) {
-    float acc = sorted_rows_sum(dout, keys, k, end, row_mask, cols, c, dst[c]);
-    for (int64_t run = k + kChunk; run < n && (keys[run] >> row_bits) == id; run += kChunk)
-      acc += partial[(run / kChunk) * cols + c];
-    dst[c] = acc;
+  const BlockPositions positions(n);
+  for (int64_t k = positions.begin; k < positions.end; ++k) {
+    const uint64_t id = keys[k] >> row_bits;
+    if (id >= static_cast<uint64_t>(vocab)) continue;        // a bad id: skipped
+    if (k > 0 && (keys[k - 1] >> row_bits) == id) continue;   // not its id's first row
+    const int64_t end = chunk_end(keys, k, n, row_bits, id);
+    float* dst = dtable + static_cast<int64_t>(id) * cols;
+    for (int64_t c = blockIdx.y * int64_t{blockDim.x} + threadIdx.x; c < cols;
+         c += int64_t{gridDim.y} * blockDim.x) {
+      float acc = sorted_rows_sum(dout, keys, k, end, row_mask, cols, c, dst[c]);
+      for (int64_t run = k + kChunk; run < n && (keys[run] >> row_bits) == id; run += kChunk)
+        acc += partial[(run / kChunk) * cols + c];
+      dst[c] = acc;
+    }
   }
 }
 
@@ -261,7 +281,8 @@ void CudaBackend::embedding_scatter_add(const loom::Tensor& dout, const loom::Te
         cuda_check(cub::DeviceScan::InclusiveScan(temporary, scan_bytes, static_cast<const int32_t*>(heads), first,
                                                   cuda::maximum<int32_t>{}, items, stream_),
                    "embedding_scatter_add: scan");
-        const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>((cols + kThreads - 1) / kThreads));
+        const dim3 grid(static_cast<unsigned>((n + kPositionsPerBlock - 1) / kPositionsPerBlock),
+                        static_cast<unsigned>((cols + kThreads - 1) / kThreads));
         const auto* rows = static_cast<const float*>(dout.data);
         chunk_sums_kernel<<<grid, kThreads, 0, stream_>>>(rows, sorted, first, n, row_bits, vocab, partial, cols);
         check_launch("embedding_scatter_add");
