@@ -52,8 +52,11 @@ class CudaEventOpTimer final : public loom_backend::OpTimer {
   void end() noexcept override {
     if (pending_.empty()) return;
     // A failed record leaves the pair out of the totals; the stream's fault surfaces at the next
-    // op or wait, where it is reported.
-    pending_.back().ended = cudaEventRecord(events_[2 * pending_.size() - 1], stream_) == cudaSuccess;
+    // op or wait, where it is reported. The record's own error is cleared, so that the next op's
+    // launch check does not report it under that op's name.
+    const cudaError_t recorded = cudaEventRecord(events_[2 * pending_.size() - 1], stream_);
+    if (recorded != cudaSuccess) (void)cudaGetLastError();
+    pending_.back().ended = recorded == cudaSuccess;
   }
 
  private:

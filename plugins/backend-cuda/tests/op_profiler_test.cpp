@@ -52,7 +52,7 @@ struct Step {
         beta_g(gpu, zeros_n),
         mean_g(gpu, zeros_n),
         rstd_g(gpu, zeros_n),
-        flag_g(gpu, HostTensor::zeros(DType::f32, {1})),
+        flag_g(gpu, HostTensor::zeros(DType::i32, {1})),  // check_finite's flag is an i32
         q_g(gpu, qkv),
         ctx_g(gpu, HostTensor::zeros(DType::f32, {B, H, T, d})),
         dq_g(gpu, HostTensor::zeros(DType::f32, {B, H, T, d})),

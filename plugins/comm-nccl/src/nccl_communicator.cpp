@@ -123,6 +123,7 @@ void NcclCommunicator::device_broadcast(void* data, size_t bytes, int root, void
 
 void NcclCommunicator::device_all_gather(const void* send, size_t bytes, void* receive, void* stream) {
   require_device("device all-gather", send);
+  require_device("device all-gather", receive);
   check_nccl(ncclAllGather(send, receive, bytes, ncclUint8, comm_, static_cast<cudaStream_t>(stream)),
              "ncclAllGather");
 }
