@@ -157,12 +157,15 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
     if (shape.epoch != 0) break;  // the whole set was seen
     const std::span<const uint64_t> ids(buffers.instance_ids().data(), static_cast<size_t>(shape.rows));
     if (task == loom::BatchTask::classification) check_labels(model, dataset, batch, ids);
+    double loss = 0.0;
     try {
       model.forward(staging.upload(batch), StepSettings{false, 0});
+      // The loss's read is the first wait for the device: a bad id or target a device backend found
+      // in this batch's ops is reported there, and so still named with its rows.
+      loss = model.loss();
     } catch (const std::exception&) {
       rethrow_with_context("evaluating " + describe_rows(dataset, ids) + ": ");
     }
-    const double loss = model.loss();
     if (!std::isfinite(loss)) ++nonfinite_batches;
     loss_sum += loss * shape.rows;
     rows += static_cast<uint64_t>(shape.rows);
