@@ -3,7 +3,7 @@
 // as gemm into f32, bias_add and cast where the backend runs backend/cpu's code, a strided x (the
 // rows of a wider activation), an f32 y with a row stride of its own (the MLM head's padded logits:
 // padding untouched), a bias that is not 16-byte aligned, and the argument contract (the scratch a 16-bit y needs, a contiguous 16-bit
-// y, the bias's length, w's dtype). Skipped on a backend that does not offer the op.
+// y, the bias's length, w's dtype, a 16-bit y of x's dtype). Skipped on a backend that does not offer the op.
 #include "backend_op_case.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
 
@@ -37,7 +37,7 @@ TEST_P(LinearBias, EveryOutputDtypeMatchesFloat64WithinOneRounding) {
   const int64_t rows = 37, in = 48, out = 72;  // out: a [3H] projection of H = 24
   for (DType operands : {DType::f32, DType::bf16, DType::f16})
     for (DType output : {DType::f32, DType::bf16, DType::f16}) {
-      if (operands == DType::f32 && output != DType::f32) continue;  // 16-bit outputs follow 16-bit operands
+      if (output != DType::f32 && output != operands) continue;  // a 16-bit y has the operands' dtype
       SCOPED_TRACE(std::string(loom::dtype_name(operands)) + " operands, " + loom::dtype_name(output) + " y");
       const auto x = stored(random_floats(rows * in, 21), operands, {rows, in});
       const auto w = stored(random_floats(out * in, 22), operands, {out, in});
@@ -165,6 +165,9 @@ TEST_P(LinearBias, RefusesAMissingScratchAWrongBiasAndMixedOperands) {
       {"linear_bias_forward", "bias"});
   expect_error_naming([&] { op->linear_bias_forward(x.view(), w32.view(), bias.view(), y.view(), scratch.view()); },
                       {"linear_bias_forward", "w"});
+  DeviceTensor y16 = upload_zeros(DType::f16, {4, 6});
+  expect_error_naming([&] { op->linear_bias_forward(x.view(), w.view(), bias.view(), y16.view(), scratch.view()); },
+                      {"linear_bias_forward", "y", "dtype of x"});
   DeviceTensor wide = upload_zeros(DType::bf16, {4, 9});
   expect_error_naming(
       [&] { op->linear_bias_forward(x.view(), w.view(), bias.view(), wide.view().narrow(1, 0, 6), scratch.view()); },

@@ -43,6 +43,9 @@ inline LinearShape check_linear_bias_forward(const ArgumentChecks& check, const 
   check.tensor("bias", bias, {DType::f32});
   check.shape("bias", bias, {shape.out});
   if (y.dtype != DType::f32) {
+    // A 16-bit y has x's dtype: a GEMM's 16-bit output follows its inputs (gemm_contract.hpp).
+    check.require(y.dtype == x.dtype, std::string("y is ") + y.describe() + "; a 16-bit y must have the dtype of x (" +
+                                          loom::dtype_name(x.dtype) + "), or be f32");
     check.tensor("y", y, {DType::bf16, DType::f16});  // a 16-bit y is the cast's output: contiguous
     check.tensor("scratch", scratch, {DType::f32});
     check.shape("scratch", scratch, {shape.rows, shape.out});

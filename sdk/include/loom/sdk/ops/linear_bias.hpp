@@ -21,7 +21,7 @@ class LinearBias {
 
   /// x: [rows, in] and w: [out, in], both f32 or both the same 16-bit dtype, unit column stride
   /// (any row stride gemm accepts); bias: f32 [out], contiguous; y: [rows, out] f32 (unit column
-  /// stride, any row stride gemm accepts) or bf16/f16 (contiguous), OVERWRITE. scratch: f32
+  /// stride, any row stride gemm accepts) or x's 16-bit dtype (contiguous), OVERWRITE. scratch: f32
   /// [rows, out], contiguous, or absent when y is f32:
   /// memory the backend may use for the unfused passes (its contents afterwards are unspecified);
   /// a backend that fuses does not touch it.
