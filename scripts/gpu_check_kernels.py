@@ -1,7 +1,8 @@
 """scripts/gpu-check's kernel_profile part: where a training step's GPU time goes, kernel by kernel.
 
 Runs Nsight Compute (ncu, from the CUDA toolkit) over `loom bench` on bert-large, seq 128, batch 64,
-bf16-mixed, NVLAMB — one untimed step and one timed — measuring only each kernel's duration
+bf16-mixed, NVLAMB (`--steps 1 --warmup 1`: a phase-timed warm-up step, then an untimed one, then
+one of each timed) — measuring only each kernel's duration
 (`--metrics gpu__time_duration.sum`) at the card's own clocks (`--clock-control none`), over the
 first LAUNCHES kernels (about one and a half steps). It sums the durations per kernel name and per
 family (attention, GEMM, element-wise, normalisation, embedding, loss, optimizer) and keeps the raw

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 source, build = Path(sys.argv[1]), Path(sys.argv[2])
@@ -180,15 +181,19 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     log.write_text("========= Error: Target application terminated before first instrumented API call\n")
     check(gc.memcheck_result(1, 1.0, log)["status"] == "refused", "memcheck refused")
 
-    # The races part (racecheck, then synccheck): hazards and barrier errors fail it, racecheck's
-    # warnings are reported, a run stopped at its limit counts what it got through, and a log with
-    # neither a summary nor a finished test is the machine refusing the tools.
+    # The races part: synccheck then racecheck on the attention tests, then both on the op cases,
+    # each run with its own log under the part's one limit. Hazards, barrier errors and failed tests
+    # fail it; racecheck's warnings are noted; a run stopped at the limit counts what it got
+    # through and the note names it and the runs left out; a log with neither a summary nor a
+    # finished test is the machine refusing the tool.
     import gpu_check_races as gr  # noqa: E402  (scripts/, on the path for gpu-check's import above)
-    runs = gr.commands("compute-sanitizer", Path("cuda_tests"), Path("op_tests"))
-    check([run[2] for run in runs] == ["racecheck", "racecheck", "synccheck", "synccheck"]
-          and all("--error-exitcode" in run for run in runs), f"races commands {runs}")
-    check("Backends/Attention.*/cuda" in runs[1][-1] and "Backends/ResidualLayerNorm.*/cuda" in runs[1][-1]
-          and "Backends/Gemm" not in runs[1][-1], f"races op cases {runs[1][-1]}")
+    check([(name, tool) for name, tool, _, _ in gr.RUNS]
+          == [("synccheck-attention", "synccheck"), ("racecheck-attention", "racecheck"),
+              ("synccheck-ops", "synccheck"), ("racecheck-ops", "racecheck")], f"races runs {gr.RUNS}")
+    runs = [gr.command("compute-sanitizer", tool, Path(program), cases) for _, tool, program, cases in gr.RUNS]
+    check(all("--error-exitcode" in run and run[2] in ("racecheck", "synccheck") for run in runs), f"races {runs}")
+    check("Backends/Attention.*/cuda" in runs[2][-1] and "Backends/ResidualLayerNorm.*/cuda" in runs[2][-1]
+          and "Backends/Gemm" not in runs[2][-1], f"races op cases {runs[2][-1]}")
     check("AttentionTensorCoreKernelsAgreeWithTheCudaCoreKernels" in runs[0][-1]
           and "B256_H16_T128" not in runs[0][-1], f"races attention cases {runs[0][-1]}")
     # The filters name tests that exist: all three attention cases, and every op case of the families.
@@ -201,34 +206,60 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     log = scratch / "races.log"
     race_clean = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
     sync_clean = "========= ERROR SUMMARY: 0 errors\n"
-    log.write_text((ok_line * 3 + race_clean) * 2 + (ok_line * 3 + sync_clean) * 2)
-    part = gr.result(0, 40.0, log, 90, 12)
-    check(part["status"] == "passed" and part["errors"] == 0 and part["warnings"] == 0 and "note" not in part,
+    def one_run(name, tool, status, text, tests):
+        log.write_text(text)
+        return gr.run_result(name, tool, status, 10.0, log, tests)
+    clean = [one_run("synccheck-attention", "synccheck", 0, ok_line * 3 + sync_clean, 3),
+             one_run("racecheck-attention", "racecheck", 0, ok_line * 3 + race_clean, 3),
+             one_run("synccheck-ops", "synccheck", 0, ok_line * 3 + sync_clean, 3),
+             one_run("racecheck-ops", "racecheck", 0, ok_line * 3 + race_clean, 3)]
+    part = gr.result(clean, 40.0, 90)
+    check(part["status"] == "passed" and part["errors"] == 0 and part["tests_run"] == 12 and "note" not in part,
           f"races clean {part}")
-    log.write_text(ok_line * 3 + "========= Error: Race reported between Write access at flash_attention_kernel+0x90\n"
-                   "=========     and Read access at flash_attention_kernel+0x120 [4 hazards]\n"
-                   "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n"
-                   + ok_line * 3 + race_clean + (ok_line * 3 + sync_clean) * 2)
-    part = gr.result(9, 40.0, log, 90, 12)
-    check(part["status"] == "failed" and part["errors"] == 1 and part["reason"] == "1 errors in 12 tests",
+    hazard = one_run("racecheck-attention", "racecheck", 9, ok_line * 3
+                     + "========= Error: Race reported between Write access at flash_attention_kernel+0x90\n"
+                     "=========     and Read access at flash_attention_kernel+0x120 [4 hazards]\n"
+                     "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n", 3)
+    part = gr.result([clean[0], hazard, clean[2], clean[3]], 40.0, 90)
+    check(part["status"] == "failed" and part["errors"] == 1 and part["reason"] == "racecheck-attention: 1 error",
           f"races with a hazard {part}")
     check(not gc.verdict({"races": part}, True), "a race passes the check")
-    log.write_text((ok_line * 3 + "========= RACECHECK SUMMARY: 2 hazards displayed (0 errors, 2 warnings)\n")
-                   + (ok_line * 3 + race_clean) + (ok_line * 3 + sync_clean) * 2)
-    part = gr.result(0, 40.0, log, 90, 12)
+    warned = one_run("racecheck-ops", "racecheck", 0, ok_line * 3
+                     + "========= RACECHECK SUMMARY: 2 hazards displayed (0 errors, 2 warnings)\n", 3)
+    part = gr.result(clean[:3] + [warned], 40.0, 90)
     check(part["status"] == "passed" and part["warnings"] == 2 and "2 racecheck warnings" in part["note"],
           f"races with warnings {part}")
-    log.write_text(ok_line * 7 + "========= Barrier error detected. Divergent thread(s) in block\n"
-                   f"{gc.STOPPED} 90 s]\n")
-    part = gr.result(None, 90.0, log, 90, 7)
-    check(part["status"] == "failed" and part["stopped_at_limit"] and "7 tests checked, 1 error," in part["reason"],
-          f"races stopped with a barrier error {part}")
-    log.write_text(ok_line * 7 + f"{gc.STOPPED} 90 s]\n")
-    part = gr.result(None, 90.0, log, 90, 7)
-    check(part["status"] == "passed" and part["note"].startswith("7 tests checked, 0 errors, 0 warnings, stopped")
-          and gc.verdict({"races": part}, True), f"races stopped without errors {part}")
-    log.write_text("========= Error: Target application terminated before first instrumented API call\n")
-    check(gr.result(1, 1.0, log, 90, 0)["status"] == "refused", "races refused")
+    barrier = one_run("synccheck-ops", "synccheck", None, ok_line * 7
+                      + "========= Barrier error detected. Divergent thread(s) in block\n" + f"{gc.STOPPED} 30 s]\n", 7)
+    part = gr.result(clean[:2] + [barrier, {"run": "racecheck-ops", "status": "not_run"}], 90.0, 90)
+    check(part["status"] == "failed" and part["reason"] == "synccheck-ops: 1 error", f"races stopped, barrier {part}")
+    stopped = one_run("synccheck-ops", "synccheck", None, ok_line * 7 + f"{gc.STOPPED} 30 s]\n", 7)
+    part = gr.result(clean[:2] + [stopped, {"run": "racecheck-ops", "status": "not_run"}], 90.0, 90)
+    check(part["status"] == "passed" and part["note"] == "synccheck-ops stopped at the limit after 7 tests; "
+          "racecheck-ops not run (limit 90 s)" and gc.verdict({"races": part}, True), f"races stopped {part}")
+    failing_test = one_run("synccheck-ops", "synccheck", 1, ok_line * 2 + "[  FAILED  ] Backends/X.Y/cuda (3 ms)\n"
+                           + sync_clean, 3)
+    part = gr.result(clean[:2] + [failing_test, clean[3]], 40.0, 90)
+    check(part["status"] == "failed" and part["reason"].startswith("synccheck-ops: exit status 1"),
+          f"races with a failed test {part}")
+    refusal = "========= Error: Target application terminated before first instrumented API call\n"
+    refused_runs = [one_run(name, tool, 1, refusal, 0) for name, tool, _, _ in gr.RUNS]
+    part = gr.result(refused_runs, 4.0, 90)
+    check(part["status"] == "refused" and "Target application" in part["refusal"] and gc.verdict({"races": part}, True),
+          f"races refused {part}")
+    # The runs share the part's limit: a run gets what is left, and none starts with under 5 s.
+    limits_given = []
+    def timed_run(command, log, limit, env=None):
+        limits_given.append(limit)
+        log.write_text(ok_line + (race_clean if command[2] == "racecheck" else sync_clean))
+        time.sleep(1.5)
+        return 0, 1.5
+    part = gr.races("compute-sanitizer", {"cuda_tests": Path("a"), "op_tests": Path("b")}, scratch, 8.0, timed_run,
+                    lambda log: 1, {})
+    check(len(limits_given) == 2 and 7.9 < limits_given[0] <= 8.0 and 6.0 <= limits_given[1] < 7.0
+          and [r["status"] for r in part["runs"]] == ["passed", "passed", "not_run", "not_run"]
+          and "synccheck-ops not run; racecheck-ops not run (limit 8 s)" in part.get("note", ""),
+          f"races under one limit: {limits_given} {part}")
 
     check(gc.verdict({"benchmarks": gc.skipped("--skip-benchmarks", requested=True)}, True),
           "a part skipped on request fails the check")

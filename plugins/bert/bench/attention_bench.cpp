@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -127,6 +128,7 @@ nlohmann::json run(const Settings& settings) {
                              settings.plugin_dir);
   loom::host::ComponentConfig config;
   config.table_name = "backend";
+  config.table_origin = "loom_attention_bench --option";  // where an option error points
   if (settings.backend == "cpu") config.toml = "fused_attention = true\n";
   for (const std::string& option : settings.options) config.toml += option + "\n";
   const loom::host::Component<loom::Backend> component =
@@ -156,6 +158,9 @@ nlohmann::json run(const Settings& settings) {
   std::mt19937 rng(1);
   fill_random(backend, qkv, 1.0f, rng);
   fill_random(backend, d_ctx, 1.0f, rng);
+  // The outputs start as NaN, so that a kernel that writes nothing shows in the check below.
+  backend.fill(lse, std::numeric_limits<double>::quiet_NaN());
+  backend.fill(d_qkv, std::numeric_limits<double>::quiet_NaN());
   const int64_t padded_rows = std::llround(settings.padded_rows * static_cast<double>(s.batch));
   const int64_t padded_keys =
       static_cast<int64_t>(std::floor(settings.padded_keys * static_cast<double>(s.seq)));
@@ -186,12 +191,17 @@ nlohmann::json run(const Settings& settings) {
   const double backward_ms = time_ms(backend, settings.iterations, backward);
   const double both_ms = time_ms(backend, settings.iterations, [&] { forward(), backward(); });
 
-  // A check that the results are numbers (a kernel that wrote nothing would show here).
-  std::vector<float> head_row(static_cast<size_t>(s.head_dim)), lse_first(1);
-  backend.copy_to_host(head_row.data(), d_qkv.data, head_row.size() * sizeof(float));
-  backend.copy_to_host(lse_first.data(), lse.data, sizeof(float));
-  bool finite = std::isfinite(lse_first[0]);
-  for (const float value : head_row) finite = finite && std::isfinite(value);
+  // A check that the results are numbers: every lse, and the first and last rows of dq, dk, dv
+  // (the last in a padded sequence); they started as NaN.
+  std::vector<float> lse_all(static_cast<size_t>(lse.numel())), first_row(static_cast<size_t>(3 * C)),
+      last_row(first_row.size());
+  backend.copy_to_host(lse_all.data(), lse.data, lse_all.size() * sizeof(float));
+  backend.copy_to_host(first_row.data(), d_qkv.data, first_row.size() * sizeof(float));
+  backend.copy_to_host(last_row.data(), static_cast<const float*>(d_qkv.data) + (N - 1) * 3 * C,
+                       last_row.size() * sizeof(float));
+  bool finite = true;
+  for (const auto* values : {&lse_all, &first_row, &last_row})
+    for (const float value : *values) finite = finite && std::isfinite(value);
 
   nlohmann::json result = {
       {"program", "loom_attention_bench"},
