@@ -8,8 +8,8 @@
     with the reason on stderr.
   attention_bench_test.py compare SOURCE_DIR LOOM_ATTENTION_BENCH
     compare-attention --device cpu --tiny: Loom's figures, PyTorch's or the reason it has none
-    (always none under PYTHON=/nonexistent), the text line; --device cuda without a GPU exits 1
-    and says why.
+    (always none under PYTHON=/nonexistent), the text line; figures whose outputs were not finite
+    are refused; --device cuda without a GPU exits 1 and says why.
 """
 import json
 import os
@@ -105,6 +105,20 @@ def test_compare():
     check(done.stdout.startswith("tiny ") and "loom " in done.stdout and "pytorch –" in done.stdout
           and "ratio –" in done.stdout, f"text line: {done.stdout!r}")
     check("no PyTorch figures (/nonexistent/python3" in done.stderr, f"stderr: {done.stderr!r}")
+
+    # A program whose outputs held NaN or inf ("finite": false): its timings are refused, not reported.
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="loom-attention-nan-") as scratch:
+        wrapper = Path(scratch) / "bench"
+        wrapper.write_text(f"#!/bin/sh\n'{program}' \"$@\" | sed 's/\"finite\": *true/\"finite\": false/'\n")
+        wrapper.chmod(0o755)
+        done = subprocess.run([source / "scripts/bench/compare-attention", "--program", wrapper, "--device", "cpu",
+                               "--tiny", "--json"], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, PYTHON="/nonexistent/python3"))
+        rows = json.loads(done.stdout) if done.stdout.strip().startswith("[") else [{}]
+        check(done.returncode == 1 and rows[0].get("loom_ms_forward_backward") is None
+              and "NaN or inf" in (rows[0].get("loom_unavailable") or "") and "no Loom figures" in done.stderr,
+              f"outputs not finite: exit {done.returncode}, {rows[0]}, {done.stderr!r}")
 
     done = compare("--device", "cpu", "--only", "T999")
     check(done.returncode == 2, f"--only T999 exited {done.returncode}")
