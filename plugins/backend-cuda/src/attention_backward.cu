@@ -1,5 +1,5 @@
 // Fused attention backward on CUDA cores (16-bit storage with d = 64 or 128 goes to the
-// Tensor-Core kernels after the delta pass: flash_attention.hpp): dq, dk, dv from d_ctx, recomputing the
+// Tensor-Core kernels, their own delta pass included: flash_attention.hpp): dq, dk, dv from d_ctx, recomputing the
 // probabilities from q, k and the forward's lse instead of reading a stored [T, T] matrix. Deterministic: no
 // atomics.
 //
@@ -233,16 +233,16 @@ void launch_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loo
                      const AttentionShape& shape, const loom::Tensor& dq, const loom::Tensor& dk,
                      const loom::Tensor& dv, float* delta, bool tensor_cores, cudaStream_t stream) {
   const int d = static_cast<int>(shape.head_dim);
+  if constexpr (!std::is_same_v<S, float>) {  // the Tensor-Core kernels take 16-bit views only
+    if (tensor_cores && flash_attention_serves(shape, q, k, v, ctx, d_ctx)) {  // δ included
+      flash_attention_backward<S, G>(d_ctx, q, k, v, ctx, lse, delta, mask, shape, dq, dk, dv, stream);
+      return;
+    }
+  }
   const int64_t rows = shape.batch * shape.heads * shape.seq;
   attention_delta_kernel<S, G>
       <<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kWarps * 32, 0, stream>>>(
           head_view<const G>(d_ctx), head_view<const S>(ctx), shape, delta);
-  if constexpr (!std::is_same_v<S, float>) {  // the Tensor-Core kernels take 16-bit views only
-    if (tensor_cores && flash_attention_serves(shape, q, k, v, ctx, d_ctx)) {
-      flash_attention_backward<S, G>(d_ctx, q, k, v, lse, delta, mask, shape, dq, dk, dv, stream);
-      return;
-    }
-  }
 
   const dim3 grid(static_cast<unsigned>((shape.seq + kBlockRows - 1) / kBlockRows),
                   static_cast<unsigned>(shape.batch * shape.heads));

@@ -6,6 +6,7 @@
 
 #include "cuda_check.hpp"
 #include "flash_attention_backward.cuh"
+#include "flash_attention_delta.cuh"
 #include "flash_attention_forward.cuh"
 
 namespace loom_cuda {
@@ -76,11 +77,13 @@ void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const
 
 template <typename S, typename G>
 void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
-                              const loom::Tensor& v, const float* lse, const float* delta, const float* mask,
-                              const AttentionShape& shape, const loom::Tensor& dq, const loom::Tensor& dk,
-                              const loom::Tensor& dv, cudaStream_t stream) {
+                              const loom::Tensor& v, const loom::Tensor& ctx, const float* lse, float* delta,
+                              const float* mask, const AttentionShape& shape, const loom::Tensor& dq,
+                              const loom::Tensor& dk, const loom::Tensor& dv, cudaStream_t stream) {
   with_head_dim(shape.head_dim, [&](auto head_dim) {
     constexpr int kD = decltype(head_dim)::value;
+    const flash::DeltaArgs<S, G> deltas{rows<const G>(d_ctx), rows<const S>(ctx), delta, shape};
+    launch<flash::RowDeltas<S, G, kD>>(deltas, shape, stream, "attention_backward: cudaFuncSetAttribute");
     const flash::BackwardArgs<S, G> args{rows<const S>(q),
                                          rows<const S>(k),
                                          rows<const S>(v),
@@ -104,12 +107,12 @@ void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, 
                                            const float*, const AttentionShape&, const loom::Tensor&, float*, \
                                            cudaStream_t);                                                    \
   template void flash_attention_backward<S, float>(                                                          \
-      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const float*,      \
-      const float*, const float*, const AttentionShape&, const loom::Tensor&, const loom::Tensor&,           \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, \
+      const float*, float*, const float*, const AttentionShape&, const loom::Tensor&, const loom::Tensor&,   \
       const loom::Tensor&, cudaStream_t);                                                                    \
   template void flash_attention_backward<S, S>(                                                              \
-      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const float*,      \
-      const float*, const float*, const AttentionShape&, const loom::Tensor&, const loom::Tensor&,           \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, \
+      const float*, float*, const float*, const AttentionShape&, const loom::Tensor&, const loom::Tensor&,   \
       const loom::Tensor&, cudaStream_t);
 LOOM_FLASH_ATTENTION(loom::BFloat16)
 LOOM_FLASH_ATTENTION(loom::Half)

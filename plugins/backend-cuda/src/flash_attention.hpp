@@ -23,12 +23,12 @@ void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const
                              const float* mask, const AttentionShape& shape, const loom::Tensor& ctx,
                              float* lse, cudaStream_t stream);
 
-/// dq, dk, dv of the backward, given delta = Σ d_ctx·ctx per row already on `stream`; S as above,
-/// G the storage of d_ctx (float or S).
+/// delta = Σ d_ctx·ctx per row ([B, H, T]), then dq, dk, dv of the backward; S as above, G the
+/// storage of d_ctx (float or S).
 template <typename S, typename G>
 void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
-                              const loom::Tensor& v, const float* lse, const float* delta, const float* mask,
-                              const AttentionShape& shape, const loom::Tensor& dq, const loom::Tensor& dk,
-                              const loom::Tensor& dv, cudaStream_t stream);
+                              const loom::Tensor& v, const loom::Tensor& ctx, const float* lse, float* delta,
+                              const float* mask, const AttentionShape& shape, const loom::Tensor& dq,
+                              const loom::Tensor& dk, const loom::Tensor& dv, cudaStream_t stream);
 
 }  // namespace loom_cuda

@@ -1,7 +1,8 @@
 // Fused attention backward on Tensor Cores, for 16-bit storage and head dimension 64 or 128.
 //
 // With P = softmax(S) recomputed from q, k and the forward's lse, P̃ = P ⊙ keep/(1 − p):
-//   dP̃ = dO·Vᵀ,  dS = P ⊙ (keep/(1 − p)·dP̃ − δ)  (δ_i = Σ_c dO[i,c]·ctx[i,c], a separate pass),
+//   dP̃ = dO·Vᵀ,  dS = P ⊙ (keep/(1 − p)·dP̃ − δ)  (δ_i = Σ_c dO[i,c]·ctx[i,c], a separate pass:
+//   flash_attention_delta.cuh),
 //   dV = P̃ᵀ·dO,  dK = scale·dSᵀ·Q,  dQ = scale·dS·K.
 // Two kernels, each output element summed by one thread in a fixed order (deterministic, no
 // atomics; dQ is recomputed rather than accumulated across blocks):

@@ -182,6 +182,21 @@ struct AdamBuffers {
   float* v;
 };
 
+/// Element i's AdamW step: the moments, then w −= lr·u and the working copy. Every load comes before
+/// the first store: the compiler cannot know that w is not m or v (the buffers are disjoint by
+/// contract), and a load after their stores would wait for them.
+__device__ __forceinline__ void adam_step(const AdamBuffers& b, const PlanView& plan, int64_t i, const AdamElement& c,
+                                          float lr) {
+  const float g = b.g[i], w0 = b.w[i];
+  float m = b.m[i], v = b.v[i];
+  update_moments(g, m, v, c);
+  b.m[i] = m;
+  b.v[i] = v;
+  const float w = __fsub_rn(w0, __fmul_rn(lr, update_direction(m, v, w0, c)));
+  b.w[i] = w;
+  write_working_copy(plan.working, i, w);
+}
+
 __global__ void adamw_update_kernel(AdamBuffers b, PlanView plan, loom::GradientScaling scaling,
                                     loom::AdamConstants constants, float lr) {
   const Scaling s = derive_scaling(plan.scalars, scaling);
@@ -190,15 +205,7 @@ __global__ void adamw_update_kernel(AdamBuffers b, PlanView plan, loom::Gradient
   const DeviceBlock block = plan.blocks[blockIdx.x];
   const AdamElement c = adam_element(constants, s.grad_mul, plan.segments[block.segment].weight_decay);
 #pragma unroll 4
-  for (int64_t i = block.begin + threadIdx.x; i < block.end; i += blockDim.x) {
-    float m = b.m[i], v = b.v[i];
-    update_moments(b.g[i], m, v, c);
-    b.m[i] = m;
-    b.v[i] = v;
-    const float w = __fsub_rn(b.w[i], __fmul_rn(lr, update_direction(m, v, b.w[i], c)));
-    b.w[i] = w;
-    write_working_copy(plan.working, i, w);
-  }
+  for (int64_t i = block.begin + threadIdx.x; i < block.end; i += blockDim.x) adam_step(b, plan, i, c, lr);
 }
 
 // ---- NVLAMB ------------------------------------------------------------------------------------
@@ -215,27 +222,20 @@ __global__ void lamb_stage1_kernel(AdamBuffers b, PlanView plan, loom::GradientS
   const AdamElement c = adam_element(constants, s.grad_mul, segment.weight_decay);
   if (segment.trust_ratio == 0) {
 #pragma unroll 4
-    for (int64_t i = block.begin + threadIdx.x; i < block.end; i += blockDim.x) {
-      float m = b.m[i], v = b.v[i];
-      update_moments(b.g[i], m, v, c);
-      b.m[i] = m;
-      b.v[i] = v;
-      const float w = __fsub_rn(b.w[i], __fmul_rn(lr, update_direction(m, v, b.w[i], c)));
-      b.w[i] = w;
-      write_working_copy(plan.working, i, w);
-    }
+    for (int64_t i = block.begin + threadIdx.x; i < block.end; i += blockDim.x) adam_step(b, plan, i, c, lr);
     if (threadIdx.x == 0) plan.weight_partial[blockIdx.x] = plan.update_partial[blockIdx.x] = 0.0;
     return;
   }
   double weights = 0.0, updates = 0.0;
 #pragma unroll 4
   for (int64_t i = block.begin + threadIdx.x; i < block.end; i += blockDim.x) {
+    const float g = b.g[i], w0 = b.w[i];  // every load before the first store, as in adam_step
     float m = b.m[i], v = b.v[i];
-    update_moments(b.g[i], m, v, c);
+    update_moments(g, m, v, c);
     b.m[i] = m;
     b.v[i] = v;
-    const double w = b.w[i];
-    const double u = update_direction(m, v, b.w[i], c);
+    const double w = w0;
+    const double u = update_direction(m, v, w0, c);
     weights += w * w;
     updates += u * u;
   }

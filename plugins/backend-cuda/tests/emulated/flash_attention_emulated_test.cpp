@@ -4,7 +4,8 @@
 // a padding mask and a batch whose keys are all masked, dropout on and off, bf16 and f16, d = 64
 // and 128, an f32 incoming gradient (as the encoder layer passes it) and a 16-bit one.
 //
-// Bounds per element: attention_error_bounds.hpp.
+// Bounds per element: attention_error_bounds.hpp. The backward's δ pass (flash_attention_delta.cuh)
+// against backend/cpu's δ within the error of two f32 sums of d products.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "backend_ops/references.hpp"
 #include "cpu_backend.hpp"
 #include "flash_attention_backward.cuh"
+#include "flash_attention_delta.cuh"
 #include "flash_attention_forward.cuh"
 #include "lane_emulator.hpp"
 #include "loom/sdk/backend.hpp"
@@ -142,6 +144,21 @@ void check(const Case& cs) {
   run_grid<Forward<S, kD>>(fa, blocks, BH);
   const auto backward = [&](const auto& g_rows) {
     using G = std::remove_cv_t<std::remove_pointer_t<decltype(g_rows.data)>>;
+    // δ: every row written (NaN before), each within 2·d·2⁻²⁴·Σ|d_ctx·ctx| of backend/cpu's.
+    std::vector<float> row_deltas(static_cast<size_t>(BH * T), NAN);
+    run_grid<RowDeltas<S, G, kD>>(DeltaArgs<S, G>{g_rows, rows_of(static_cast<const S*>(ctx_ref.data())),
+                                                  row_deltas.data(), shape},
+                                  blocks, BH);
+    const std::vector<float> g_used = cs.f32_gradient ? d_ctx : widened(d_ctx16), c_used = widened(ctx_ref);
+    for (int64_t bh = 0; bh < BH; ++bh)
+      for (int64_t i = 0; i < T; ++i) {
+        const int64_t b = bh / H, h = bh % H, at = ((b * T + i) * H + h) * d;
+        double magnitude = 0.0;
+        for (int64_t c = 0; c < d; ++c) magnitude += std::fabs(double{g_used[at + c]} * c_used[at + c]);
+        const size_t r = static_cast<size_t>(bh * T + i);
+        ASSERT_LE(std::fabs(double{row_deltas[r]} - delta[r]), 2.0 * d * 0x1p-24 * magnitude)
+            << "delta of head " << bh << " row " << i << ": " << row_deltas[r] << " against " << delta[r];
+      }
     const BackwardArgs<S, G> ba{rows_of(static_cast<const S*>(q.data())),
                                 rows_of(static_cast<const S*>(k.data())),
                                 rows_of(static_cast<const S*>(v.data())),
