@@ -4,11 +4,13 @@
 // Pass 1 (column_partials_kernel): block (32 columns × 8 row lanes) per (column tile, row tile,
 // p), a row tile being ≥ 256 rows and at most 1024 tiles; each lane sums its rows of the tile in increasing
 // order, then lane 0 adds the 8 lane sums in order into partial[k][tile][p][c]. Pass 2
-// (column_finalize_kernel): a block of 32 columns × 32 lanes per output; lane t adds tiles t, t + 32,
-// … in order, then the 32 lane sums are added in lane order into out — the same order whatever the
-// grid, and wide enough that the 2,048 tiles of the add & norm backward (residual_layernorm.cu) are
-// not one thread's loop. Every order is fixed, so results are bit-identical run to run (they differ
-// from the CPU's row-order sums only by rounding).
+// (column_finalize_kernel): L lanes per column, L the least power of two ≥ the tile count up to 32
+// (1,024 / L columns per block); lane t adds tiles t, t + L, … in order, then the L lane sums are
+// added in lane order into out. With at most 32 tiles that is each tile in tile order; with more,
+// 32 lanes share them, so that the 2,048 tiles of the add & norm backward (residual_layernorm.cu)
+// are not one thread's loop, and one tile (a position embedding's gradient) is not 32 lanes with
+// 31 idle. The order depends on the tile count alone, never on the grid, so results are
+// bit-identical run to run (they differ from the CPU's row-order sums only by rounding).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -82,8 +84,8 @@ __global__ void column_partials_kernel(Term term, ColumnSumPlan plan, float* par
   }
 }
 
-inline constexpr int kFinalizeColumns = 32;  // pass 2: columns per block (one per lane)
-inline constexpr int kFinalizeLanes = 32;    // pass 2: threads per column splitting the tiles
+inline constexpr int kFinalizeThreads = 1024;  // pass 2: threads per block (columns × lanes)
+inline constexpr int kFinalizeMaxLanes = 32;   // pass 2: threads per column splitting the tiles, at most
 
 /// Pass 2's outputs: up to three sums in one launch, a null one skipped.
 struct FinalizeOutputs {
@@ -91,7 +93,7 @@ struct FinalizeOutputs {
 };
 
 /// Pass 2: out.sums[k][i] += Σ_tile partial[(k·tiles + tile)·count + i] for k < outputs and i < count
-/// = period·cols, in the fixed order above.
+/// = period·cols, in the fixed order above (launched with blockDim (1,024 / L, L)).
 __global__ void column_finalize_kernel(const float* partial, int64_t tiles, int64_t count, FinalizeOutputs out);
 void finalize_column_sums(const float* partial, int64_t tiles, int64_t count, const FinalizeOutputs& out,
                           int outputs, cudaStream_t stream);

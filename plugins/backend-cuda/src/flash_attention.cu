@@ -2,6 +2,7 @@
 // 128 threads, the body's dynamic shared memory (above the default 48 KiB for most variants).
 #include "flash_attention.hpp"
 
+#include <atomic>
 #include <cstdint>
 
 #include "cuda_check.hpp"
@@ -24,9 +25,18 @@ __global__ void __launch_bounds__(Body::kThreads) flash_attention_kernel(const A
 template <typename Body, typename Args>
 void launch(const Args& args, const AttentionShape& shape, cudaStream_t stream, const char* what) {
   const auto kernel = flash_attention_kernel<Body, Args>;
-  if (Body::kSharedBytes > 48 * 1024)
-    cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Body::kSharedBytes),
-               what);
+  if constexpr (Body::kSharedBytes > 48 * 1024) {
+    // The limit is raised once per device (a bit each of up to 64), not at every launch.
+    static std::atomic<uint64_t> raised{0};
+    int device = 0;
+    cuda_check(cudaGetDevice(&device), what);
+    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+    if (bit == 0 || (raised.load() & bit) == 0) {
+      cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Body::kSharedBytes),
+                 what);
+      raised.fetch_or(bit);
+    }
+  }
   const dim3 grid(static_cast<unsigned>((shape.seq + 63) / 64),
                   static_cast<unsigned>(shape.batch * shape.heads));
   kernel<<<grid, Body::kThreads, Body::kSharedBytes, stream>>>(args);

@@ -27,8 +27,11 @@
 // the same registers, so the layer's GEMMs need no cast pass.
 // Every reduction has a fixed order: results do not depend on the grid.
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "column_sums.cuh"
 #include "cuda_backend.hpp"
@@ -284,14 +287,31 @@ RowLaunch row_launch(int64_t cols) {
   return {};
 }
 
-/// Row blocks for `kernel`: as many as the device holds at once (more rows than that stride), at
-/// most one per row.
+/// Blocks of `kernel` at `threads` one multiprocessor holds at once: asked of the runtime once per
+/// kernel and block size (the query costs host time, and the kernels run 2 × 24 times a step).
 template <typename Kernel>
-unsigned row_blocks(Kernel kernel, int threads, int64_t rows, int multiprocessors, const char* op) {
+int blocks_per_multiprocessor(Kernel kernel, int threads, const char* op) {
+  static std::mutex guard;
+  static std::map<std::pair<const void*, int>, int> known;
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel), threads};
+  const std::lock_guard<std::mutex> lock(guard);
+  const auto found = known.find(key);
+  if (found != known.end()) return found->second;
   int per_multiprocessor = 0;
   cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, threads, 0), op);
-  const int64_t resident = int64_t{std::max(per_multiprocessor, 1)} * std::max(multiprocessors, 1);
-  return static_cast<unsigned>(std::min(rows, resident));
+  return known[key] = std::max(per_multiprocessor, 1);
+}
+
+/// Blocks for `kernel` over `items` rows (or row tiles), each block striding over them: no more
+/// than the device holds at once, and as few as give every block the same number of items but for
+/// the last, so that the last round does not leave most of the device idle (2,048 tiles on 396
+/// resident blocks: 342 blocks of 6 tiles, not 396 of 5 or 6). Rows and tiles are independent of
+/// the grid, so the results are too.
+template <typename Kernel>
+unsigned row_blocks(Kernel kernel, int threads, int64_t items, int multiprocessors, const char* op) {
+  const int64_t resident = int64_t{blocks_per_multiprocessor(kernel, threads, op)} * std::max(multiprocessors, 1);
+  const int64_t per_block = (items + resident - 1) / resident;
+  return static_cast<unsigned>(per_block > 0 ? (items + per_block - 1) / per_block : 1);
 }
 
 /// Calls body(std::integral_constant<int, k>{}) for k = quads_per_thread (1, 2, 4 or 8).
