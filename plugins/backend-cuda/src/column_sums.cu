@@ -15,10 +15,12 @@ __global__ void __launch_bounds__(kFinalizeThreads)
     for (int64_t tile = threadIdx.y; tile < tiles; tile += lanes) lane_sum += sums[tile * count + i];
   lane_sums[threadIdx.y * (columns + 1) + threadIdx.x] = lane_sum;
   __syncthreads();
-  if (threadIdx.y != 0 || i >= count || out.sums[k] == nullptr) return;
+  // The output chosen by value, not out.sums[k] (a runtime index into a parameter is a stack copy).
+  float* const target = k == 0 ? out.sums[0] : k == 1 ? out.sums[1] : out.sums[2];
+  if (threadIdx.y != 0 || i >= count || target == nullptr) return;
   float total = 0.0f;
   for (int lane = 0; lane < lanes; ++lane) total += lane_sums[lane * (columns + 1) + threadIdx.x];
-  out.sums[k][i] += total;
+  target[i] += total;
 }
 
 namespace {

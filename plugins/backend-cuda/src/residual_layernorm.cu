@@ -30,8 +30,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
-#include <utility>
 
 #include "column_sums.cuh"
 #include "cuda_backend.hpp"
@@ -287,13 +287,16 @@ RowLaunch row_launch(int64_t cols) {
   return {};
 }
 
-/// Blocks of `kernel` at `threads` one multiprocessor holds at once: asked of the runtime once per
-/// kernel and block size (the query costs host time, and the kernels run 2 × 24 times a step).
+/// Blocks of `kernel` at `threads` one multiprocessor of the current device holds at once: asked of
+/// the runtime once per device, kernel and block size (the query costs host time, and the kernels
+/// run 2 × 24 times a step).
 template <typename Kernel>
 int blocks_per_multiprocessor(Kernel kernel, int threads, const char* op) {
   static std::mutex guard;
-  static std::map<std::pair<const void*, int>, int> known;
-  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel), threads};
+  static std::map<std::tuple<int, const void*, int>, int> known;
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), op);
+  const std::tuple<int, const void*, int> key{device, reinterpret_cast<const void*>(kernel), threads};
   const std::lock_guard<std::mutex> lock(guard);
   const auto found = known.find(key);
   if (found != known.end()) return found->second;

@@ -212,6 +212,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionEmulated,
                                            Case{130, 64, DType::f16, 0.1f, true, true},
                                            Case{37, 128, DType::bf16, 0.0f, true, true},
                                            Case{77, 128, DType::f16, 0.1f, false, true},
+                                           Case{77, 128, DType::bf16, 0.1f, false, false},
                                            Case{200, 128, DType::bf16, 0.1f, true, true}));
 
 }  // namespace
