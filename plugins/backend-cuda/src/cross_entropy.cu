@@ -28,6 +28,7 @@ namespace loom_cuda {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kAhead = 8;  // columns a thread reads before it takes them in
 
 template <typename Target>
 __global__ void cross_entropy_rows_kernel(const float* logits, const Target* targets, int64_t width,
@@ -54,18 +55,29 @@ __global__ void cross_entropy_rows_kernel(const float* logits, const Target* tar
   const float target_logit = row[t];
   // This thread's columns, in increasing order: running maximum m (NaN never takes it, as fmaxf),
   // the first column holding it, and Σexp(x − m), rescaled whenever m grows.
+  // The columns are read kAhead at a time before any is taken in (same columns, same order), so a
+  // thread has that many loads in flight rather than one.
   float m = -INFINITY, s = 0.0f;
   int64_t first = INT64_MAX;
-  for (int64_t c = threadIdx.x; c < num_classes; c += blockDim.x) {
-    const float x = row[c];
-    if (x > m) {
-      s *= expf(m - x);  // 0 while m is −∞
-      m = x;
-      first = c;
-    } else if (x == m && first == INT64_MAX) {
-      first = c;  // a −∞ column before any larger one: the first maximum of a row of −∞
+  const int64_t stride = blockDim.x;
+  for (int64_t c0 = threadIdx.x; c0 < num_classes; c0 += kAhead * stride) {
+    float xs[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) xs[u] = c0 + u * stride < num_classes ? row[c0 + u * stride] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const int64_t c = c0 + u * stride;
+      if (c >= num_classes) break;
+      const float x = xs[u];
+      if (x > m) {
+        s *= expf(m - x);  // 0 while m is −∞
+        m = x;
+        first = c;
+      } else if (x == m && first == INT64_MAX) {
+        first = c;  // a −∞ column before any larger one: the first maximum of a row of −∞
+      }
+      s += x == -INFINITY ? 0.0f : expf(x - m);  // −∞ adds nothing, as exp(−∞ − max) would
     }
-    s += x == -INFINITY ? 0.0f : expf(x - m);  // −∞ adds nothing, as exp(−∞ − max) would
   }
   const float max = block_max(m, float_shared);
   const int64_t argmax = block_min(m == max ? first : INT64_MAX, index_shared);  // the first column
@@ -80,13 +92,23 @@ __global__ void cross_entropy_rows_kernel(const float* logits, const Target* tar
     const int64_t rows_counted = *counted;  // ≥ 1: this row counts
     const float row_scale = grad_scale / static_cast<float>(rows_counted);
     const float inv_sum = 1.0f / sum;
-    for (int64_t c = threadIdx.x; c < width; c += blockDim.x) {
-      float g = 0.0f;
-      if (c < num_classes) {
-        g = row_scale * expf(row[c] - max) * inv_sum;
-        if (c == t) g -= row_scale;
+    // kAhead columns read before any is written (grad may alias the row: each thread writes only
+    // the columns it has read).
+    for (int64_t c0 = threadIdx.x; c0 < width; c0 += kAhead * stride) {
+      float xs[kAhead];
+#pragma unroll
+      for (int u = 0; u < kAhead; ++u) xs[u] = c0 + u * stride < num_classes ? row[c0 + u * stride] : 0.0f;
+#pragma unroll
+      for (int u = 0; u < kAhead; ++u) {
+        const int64_t c = c0 + u * stride;
+        if (c >= width) break;
+        float g = 0.0f;
+        if (c < num_classes) {
+          g = row_scale * expf(xs[u] - max) * inv_sum;
+          if (c == t) g -= row_scale;
+        }
+        grad[c] = g;
       }
-      grad[c] = g;
     }
   }
 }
