@@ -30,6 +30,25 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kAhead = 8;  // columns a thread reads before it takes them in
 
+/// body(c, x) for a thread's columns c = first, first + stride, … below `walk`, in that order, with
+/// x = row[c] for c below `read` (0 past it): kAhead columns are read before any is given to body,
+/// so a thread has that many loads in flight rather than one. body may write column c of a buffer
+/// aliasing row (its columns were read).
+template <typename Body>
+__device__ __forceinline__ void for_columns_read_ahead(const float* row, int64_t first, int64_t stride, int64_t read,
+                                                       int64_t walk, Body&& body) {
+  for (int64_t c0 = first; c0 < walk; c0 += kAhead * stride) {
+    float xs[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) xs[u] = c0 + u * stride < read ? row[c0 + u * stride] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      if (c0 + u * stride >= walk) break;
+      body(c0 + u * stride, xs[u]);
+    }
+  }
+}
+
 template <typename Target>
 __global__ void cross_entropy_rows_kernel(const float* logits, const Target* targets, int64_t width,
                                           int64_t num_classes, int64_t ignore_index, float grad_scale,
@@ -55,30 +74,19 @@ __global__ void cross_entropy_rows_kernel(const float* logits, const Target* tar
   const float target_logit = row[t];
   // This thread's columns, in increasing order: running maximum m (NaN never takes it, as fmaxf),
   // the first column holding it, and Σexp(x − m), rescaled whenever m grows.
-  // The columns are read kAhead at a time before any is taken in (same columns, same order), so a
-  // thread has that many loads in flight rather than one.
   float m = -INFINITY, s = 0.0f;
   int64_t first = INT64_MAX;
   const int64_t stride = blockDim.x;
-  for (int64_t c0 = threadIdx.x; c0 < num_classes; c0 += kAhead * stride) {
-    float xs[kAhead];
-#pragma unroll
-    for (int u = 0; u < kAhead; ++u) xs[u] = c0 + u * stride < num_classes ? row[c0 + u * stride] : 0.0f;
-#pragma unroll
-    for (int u = 0; u < kAhead; ++u) {
-      const int64_t c = c0 + u * stride;
-      if (c >= num_classes) break;
-      const float x = xs[u];
-      if (x > m) {
-        s *= expf(m - x);  // 0 while m is −∞
-        m = x;
-        first = c;
-      } else if (x == m && first == INT64_MAX) {
-        first = c;  // a −∞ column before any larger one: the first maximum of a row of −∞
-      }
-      s += x == -INFINITY ? 0.0f : expf(x - m);  // −∞ adds nothing, as exp(−∞ − max) would
+  for_columns_read_ahead(row, threadIdx.x, stride, num_classes, num_classes, [&](int64_t c, float x) {
+    if (x > m) {
+      s *= expf(m - x);  // 0 while m is −∞
+      m = x;
+      first = c;
+    } else if (x == m && first == INT64_MAX) {
+      first = c;  // a −∞ column before any larger one: the first maximum of a row of −∞
     }
-  }
+    s += x == -INFINITY ? 0.0f : expf(x - m);  // −∞ adds nothing, as exp(−∞ − max) would
+  });
   const float max = block_max(m, float_shared);
   const int64_t argmax = block_min(m == max ? first : INT64_MAX, index_shared);  // the first column
   const float sum = block_sum(s == 0.0f ? 0.0f : s * expf(m - max), float_shared);
@@ -92,24 +100,15 @@ __global__ void cross_entropy_rows_kernel(const float* logits, const Target* tar
     const int64_t rows_counted = *counted;  // ≥ 1: this row counts
     const float row_scale = grad_scale / static_cast<float>(rows_counted);
     const float inv_sum = 1.0f / sum;
-    // kAhead columns read before any is written (grad may alias the row: each thread writes only
-    // the columns it has read).
-    for (int64_t c0 = threadIdx.x; c0 < width; c0 += kAhead * stride) {
-      float xs[kAhead];
-#pragma unroll
-      for (int u = 0; u < kAhead; ++u) xs[u] = c0 + u * stride < num_classes ? row[c0 + u * stride] : 0.0f;
-#pragma unroll
-      for (int u = 0; u < kAhead; ++u) {
-        const int64_t c = c0 + u * stride;
-        if (c >= width) break;
-        float g = 0.0f;
-        if (c < num_classes) {
-          g = row_scale * expf(xs[u] - max) * inv_sum;
-          if (c == t) g -= row_scale;
-        }
-        grad[c] = g;
+    // grad may alias the row: each thread writes only the columns it has read.
+    for_columns_read_ahead(row, threadIdx.x, stride, num_classes, width, [&](int64_t c, float x) {
+      float g = 0.0f;
+      if (c < num_classes) {
+        g = row_scale * expf(x - max) * inv_sum;
+        if (c == t) g -= row_scale;
       }
-    }
+      grad[c] = g;
+    });
   }
 }
 
