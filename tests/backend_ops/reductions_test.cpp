@@ -1,4 +1,4 @@
-// Reductions and checks: sum_squares per segment (empty segments too) and global_norm summed in
+// Reductions and checks: sum_squares per segment (empty segments too, one segment inside x) and global_norm summed in
 // float64, decreasing segment offsets refused; check_finite sets its flag for NaN and ±infinity in
 // f32, bf16 and f16 (an f16 overflow included) and never clears it.
 #include <limits>
@@ -30,6 +30,17 @@ TEST_P(Reductions, SumSquaresPerSegmentAndGlobalNormMatchFloat64) {
   EXPECT_EQ(sums[1], 0.0f) << "an empty segment";
   backend().global_norm(x_dev.view(), norm.view());
   expect_close(read(norm), std::vector<double>{std::sqrt(total)}, kFloat64SumRoundedToF32, "global norm");
+  // One segment anywhere in x (a different path on a backend that cuts chunks from its bounds),
+  // and an empty one.
+  const int64_t inside[] = {7, 60007}, empty[] = {9, 9};
+  backend().sum_squares(x_dev.view(), inside, 1, out.view().narrow(0, 0, 1));
+  backend().sum_squares(x_dev.view(), empty, 1, out.view().narrow(0, 1, 1));
+  double inside_expected = 0.0;
+  for (int64_t i = inside[0]; i < inside[1]; ++i) inside_expected += double(x[i]) * x[i];
+  const std::vector<float> one = read(out);
+  expect_close(std::vector<float>{one[0]}, std::vector<double>{inside_expected}, kFloat64SumRoundedToF32,
+               "one segment");
+  EXPECT_EQ(one[1], 0.0f) << "one empty segment";
   const int64_t bad[] = {0, 5, 3};
   EXPECT_THROW(backend().sum_squares(x_dev.view(), bad, 2, out.view().narrow(0, 0, 2)), loom::Error);
 }

@@ -4,6 +4,9 @@
 // segment into chunks of kChunk elements and uploads the chunk table through pinned staging; one
 // block per chunk reduces it with a fixed tree into partial[chunk]; then one thread per segment
 // adds its chunks' partials in order. No atomics, so LAMB trust ratios and clipping reproduce.
+// One segment (global_norm, a regression head's squared error) needs no table: its chunks follow
+// from its bounds, so nothing goes through the staging buffer and no call waits for an earlier
+// upload — the same chunks and order, the same bits.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -21,17 +24,34 @@ namespace {
 constexpr int64_t kChunk = 16384;
 constexpr int kThreads = 256;
 
-/// Block b reduces x[begin, end) of chunk b (chunks[2b], chunks[2b+1]) into partial[b].
-__global__ void chunk_squares_kernel(const float* x, const int64_t* chunks, double* partial) {
+/// Σx² of x[begin, end) by the block, a fixed tree, into *partial.
+__device__ __forceinline__ void chunk_squares(const float* x, int64_t begin, int64_t end, double* partial) {
   __shared__ double shared[32];
-  const int64_t begin = chunks[2 * blockIdx.x], end = chunks[2 * blockIdx.x + 1];
   double sum = 0.0;
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     const double v = static_cast<double>(x[i]);
     sum += v * v;
   }
   sum = block_sum(sum, shared);
-  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+  if (threadIdx.x == 0) *partial = sum;
+}
+
+/// Block b reduces chunk b (chunks[2b], chunks[2b+1]) into partial[b].
+__global__ void chunk_squares_kernel(const float* x, const int64_t* chunks, double* partial) {
+  chunk_squares(x, chunks[2 * blockIdx.x], chunks[2 * blockIdx.x + 1], partial + blockIdx.x);
+}
+
+/// One segment [begin, end): block b reduces its chunk b, [begin + b·kChunk, …) into partial[b].
+__global__ void range_squares_kernel(const float* x, int64_t begin, int64_t end, double* partial) {
+  const int64_t first = begin + blockIdx.x * kChunk, last = first + kChunk < end ? first + kChunk : end;
+  chunk_squares(x, first, last, partial + blockIdx.x);
+}
+
+/// out[0] = Σ partial[0 .. chunks) in order (√ of it when take_root).
+__global__ void range_total_kernel(const double* partial, int64_t chunks, bool take_root, float* out) {
+  double total = 0.0;
+  for (int64_t c = 0; c < chunks; ++c) total += partial[c];
+  out[0] = static_cast<float>(take_root ? sqrt(total) : total);
 }
 
 /// out[s] = Σ partial[first_chunk[s] .. first_chunk[s+1]) in order (√ of it when take_root).
@@ -60,6 +80,17 @@ static void segment_squares(CudaBackend& backend, const float* x, const std::vec
                             bool take_root, float* out, const char* op) {
   const auto segments = static_cast<int64_t>(offsets.size()) - 1;
   if (segments <= 0) return;
+  if (segments == 1) {  // no table: the chunks follow from the bounds
+    const int64_t chunks = (offsets[1] - offsets[0] + kChunk - 1) / kChunk;
+    if (chunks > 2147483647) throw loom::Error(std::string(op) + ": too many elements");
+    auto* partial = static_cast<double*>(backend.scratch(static_cast<size_t>(chunks > 0 ? chunks : 1) * sizeof(double)));
+    if (chunks > 0)
+      range_squares_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, backend.stream()>>>(x, offsets[0], offsets[1],
+                                                                                          partial);
+    range_total_kernel<<<1, 1, 0, backend.stream()>>>(partial, chunks, take_root, out);
+    check_launch(op);
+    return;
+  }
   // Table: [chunk bounds (2·chunks) | first chunk of each segment (segments + 1)].
   std::vector<int64_t> bounds, first_chunk;
   first_chunk.reserve(static_cast<size_t>(segments) + 1);

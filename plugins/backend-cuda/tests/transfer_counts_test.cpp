@@ -1,7 +1,8 @@
 // TransferCounter on backend/cuda: a steady-state sequence of training ops — embedding gather,
 // linear layers, cross-entropy with its gradient, embedding scatter-add, an update — makes the
 // host wait zero times (ids and targets are validated on the device), and each copy_to_host,
-// synchronize and copy_from_host is counted once. The sequence's loss is backend/cpu's.
+// synchronize and copy_from_host is counted once. The sequence's loss is backend/cpu's. One-segment
+// reductions do not wait for the staging buffer.
 #include "loom/sdk/ops/transfer_counts.hpp"
 #include "cuda_test_support.hpp"
 
@@ -81,6 +82,29 @@ TEST_F(TransferCountsTest, ASteadyStateSequenceOfOpsWaitsZeroTimes) {
   EXPECT_EQ(last.synchronizations, read.synchronizations + 1);
   EXPECT_EQ(last.host_to_device_copies, read.host_to_device_copies + 1);
   EXPECT_EQ(last.device_to_host_copies, read.device_to_host_copies);
+}
+
+// One segment (global_norm, a regression head's squared error per micro-batch) needs no chunk table,
+// so repeated calls never wait for the staging buffer; several segments still upload one.
+TEST_F(TransferCountsTest, OneSegmentReductionsNeverWaitForTheStagingBuffer) {
+  const int64_t n = 50000;
+  HostTensor x = HostTensor::of(random_floats(n, 8), DType::f32, {n});
+  DeviceTensor x_g = upload(x), out_g = upload(HostTensor::zeros(DType::f32, {2}));
+  const int64_t one[] = {3, n - 5}, two[] = {0, 100, n};
+  gpu->sum_squares(x_g.view(), two, 2, out_g.view());  // the scratch grows, the table goes up
+  gpu->synchronize();
+  const loom::TransferCounter& counter = *gpu;
+  const loom::TransferCounts before = counter.transfer_counts();
+  for (int i = 0; i < 4; ++i) {
+    gpu->sum_squares(x_g.view(), one, 1, out_g.view().narrow(0, 0, 1));
+    gpu->global_norm(x_g.view(), out_g.view().narrow(0, 1, 1));
+  }
+  EXPECT_EQ(loom::host_waits(counter.transfer_counts()), loom::host_waits(before))
+      << "one-segment reductions waited for the staging buffer";
+  HostTensor expected = HostTensor::zeros(DType::f32, {2});
+  cpu.sum_squares(x.view(), one, 1, expected.view().narrow(0, 0, 1));
+  cpu.global_norm(x.view(), expected.view().narrow(0, 1, 1));
+  expect_close(out_g.download(*gpu).floats(), expected.floats(), 1e-6, 0.0, "one-segment sum and norm");
 }
 
 }  // namespace
