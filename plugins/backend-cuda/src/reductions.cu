@@ -47,11 +47,16 @@ __global__ void range_squares_kernel(const float* x, int64_t begin, int64_t end,
   chunk_squares(x, first, last, partial + blockIdx.x);
 }
 
+/// Σ partial[first .. last) in order, as f32 (√ of it when take_root).
+__device__ __forceinline__ float partials_total(const double* partial, int64_t first, int64_t last, bool take_root) {
+  double total = 0.0;
+  for (int64_t c = first; c < last; ++c) total += partial[c];
+  return static_cast<float>(take_root ? sqrt(total) : total);
+}
+
 /// out[0] = Σ partial[0 .. chunks) in order (√ of it when take_root).
 __global__ void range_total_kernel(const double* partial, int64_t chunks, bool take_root, float* out) {
-  double total = 0.0;
-  for (int64_t c = 0; c < chunks; ++c) total += partial[c];
-  out[0] = static_cast<float>(take_root ? sqrt(total) : total);
+  out[0] = partials_total(partial, 0, chunks, take_root);
 }
 
 /// out[s] = Σ partial[first_chunk[s] .. first_chunk[s+1]) in order (√ of it when take_root).
@@ -59,9 +64,7 @@ __global__ void segment_totals_kernel(const double* partial, const int64_t* firs
                                       bool take_root, float* out) {
   const int64_t s = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (s >= segments) return;
-  double total = 0.0;
-  for (int64_t c = first_chunk[s]; c < first_chunk[s + 1]; ++c) total += partial[c];
-  out[s] = static_cast<float>(take_root ? sqrt(total) : total);
+  out[s] = partials_total(partial, first_chunk[s], first_chunk[s + 1], take_root);
 }
 
 template <typename S>

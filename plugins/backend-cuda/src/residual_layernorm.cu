@@ -154,8 +154,8 @@ struct InputGradRows {
 /// One row: d_sum = LayerNorm's input gradient (layernorm.cu's formula), d_branch = dropout'(d_sum)
 /// (and its 16-bit copy when asked). The thread's quads of d_out, x̂ and d_branch stay in `dy`,
 /// `xhat` and `branch` for the caller's column sums (their columns past the row hold no meaningful
-/// value: the caller skips them). d_sum may alias d_out: a
-/// thread reads a quad of d_out before writing it to d_sum. Every thread of the block calls it.
+/// value: the caller skips them). d_sum may alias d_out: a thread reads a quad of d_out before
+/// writing it to d_sum. Every thread of the block calls it.
 template <int kQuads, typename SC>
 __device__ __forceinline__ void input_grad_row(const InputGradRows<SC>& a, int64_t row, float* reduce,
                                                float (&dy)[kQuads][4], float (&xhat)[kQuads][4],
