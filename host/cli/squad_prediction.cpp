@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,7 +21,7 @@
 #include "model/bert_config.hpp"
 #include "model/host_batch_buffers.hpp"
 #include "model/model.hpp"
-#include "model/model_config_from_bert.hpp"
+#include "model/model_family.hpp"
 #include "recipe/errors.hpp"
 #include "train/run_checkpoint.hpp"
 
@@ -86,8 +88,14 @@ bool wants_squad_prediction(const std::string& checkpoint, const SquadPredictArg
   if (!fs::exists(config)) return false;
   const host::BertConfig bert = host::read_bert_config(config);
   const auto& architectures = bert.extra.value("architectures", nlohmann::json::array());
-  return architectures.is_array() && std::find(architectures.begin(), architectures.end(),
-                                               "BertForQuestionAnswering") != architectures.end();
+  // Hugging Face names every family's span model <Family>ForQuestionAnswering.
+  constexpr std::string_view kSuffix = "ForQuestionAnswering";
+  return architectures.is_array() &&
+         std::any_of(architectures.begin(), architectures.end(), [&](const nlohmann::json& name) {
+           if (!name.is_string()) return false;
+           const std::string& text = name.get_ref<const std::string&>();
+           return text.size() >= kSuffix.size() && text.compare(text.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+         });
 }
 
 void predict_squad_answers(const GlobalOptions& options, const std::string& checkpoint,
@@ -140,8 +148,10 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
       host::ComponentConfig{"tokenizer", "vocab = " + nlohmann::json(vocab).dump() + "\n", "",
                             "(loom predict)"},
       false);
-  host::BertConfig bert = host::read_bert_config(fs::path(checkpoint) / "config.json");
-  const loom::ModelConfig config = host::to_model_config(bert, checkpoint + "/config.json");
+  const std::unique_ptr<host::Model> family =
+      host::family_model(*registry, fs::path(checkpoint) / "config.json", host::kSpanHead, backend, loom::DType::f32);
+  host::Model& model = *family;
+  const loom::ModelConfig& config = model.config();
   const int64_t seq = checkpoint_sequence_length(args.max_seq_length, args.max_seq_length_given,
                                                  config.max_position_embeddings, checkpoint);
   const std::string data_toml = fmt::format(
@@ -154,10 +164,6 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
   dataset.call([&](loom::Dataset& d) { d.open(loom::DatasetSetup{0, 1, 0, tokenizer.get()}); });
   const loom::BatchLimits limits = dataset.call([](loom::Dataset& d) { return d.limits(); });
 
-  std::vector<std::string> blocks{"bert.embeddings"};
-  for (int i = 0; i < config.num_hidden_layers; ++i) blocks.push_back("bert.encoder-layer");
-  blocks.push_back("bert.span-head");
-  host::Model model(*registry, blocks, config, backend, loom::DType::f32);
   model.reserve({limits.batch_size, limits.max_seq_length, 0});
   host::BatchStaging staging(*backend.get(), {limits.batch_size, limits.max_seq_length, 0});
   host::load_model_weights(model, checkpoint, {true, {}});

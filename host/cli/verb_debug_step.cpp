@@ -1,13 +1,15 @@
-// `loom debug-step`: one forward + backward of a BertForPreTraining model with dropout off, for
-// parity checks against PyTorch (tests/parity).
+// `loom debug-step`: one forward + backward of a model's pre-training objective (BERT: its
+// BertForPreTraining; another family: its `<model_type>.pretraining-heads`, model_family.hpp) with
+// dropout off, for parity checks against PyTorch (tests/parity).
 //
 //   loom debug-step --model-config CONFIG.json --weights MODEL.safetensors --batch BATCH.json
 //                   --out OUT.json [--grads GRADS.safetensors] [--precision fp32|bf16-mixed|fp16-mixed]
 //
-// OUT.json: {"loss", "mlm_loss", "nsp_loss", "seq_relationship_logits": [[a, b], ...],
+// OUT.json: {"loss", "mlm_loss", "nsp_loss", "seq_relationship_logits": [[a, b], ...] (the last two
+// where the family has next-sentence prediction),
 // "masked_prediction_logits": [[V floats] per labelled position, (batch, position) row-major]}.
 // GRADS.safetensors: the F32 gradient of `loss` for every parameter under its Hugging Face name
-// (the tied decoder's share is inside bert.embeddings.word_embeddings.weight).
+// (a tied decoder's share is inside the word embeddings' gradient).
 #include <fstream>
 #include <iostream>
 
@@ -21,9 +23,8 @@
 #include "loom/sdk/component_kind.hpp"
 #include "model/batch_json.hpp"
 #include "model/batch_staging.hpp"
-#include "model/bert_config.hpp"
 #include "model/model.hpp"
-#include "model/model_config_from_bert.hpp"
+#include "model/model_family.hpp"
 #include "recipe/errors.hpp"
 #include "train/run_checkpoint.hpp"
 
@@ -62,8 +63,6 @@ float read_scalar(loom::Backend& backend, const loom::Tensor& t) {
 }
 
 void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args) {
-  const host::BertConfig bert = host::read_bert_config(args.model_config);
-  const loom::ModelConfig config = host::to_model_config(bert, args.model_config);
   const host::JsonBatch batch = host::read_batch_json(args.batch);
 
   auto registry = make_registry(options, nullptr);
@@ -76,13 +75,13 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   auto backend_component = registry->create<loom::Backend>(*backend_entry, backend_options, false);
   loom::Backend& backend = *backend_component.get();
 
-  std::vector<std::string> blocks = {"bert.embeddings"};
-  for (int32_t i = 0; i < config.num_hidden_layers; ++i) blocks.push_back("bert.encoder-layer");
-  blocks.push_back("bert.pretraining-heads");
   const loom::DType dtype = args.precision == "bf16-mixed"   ? loom::DType::bf16
                             : args.precision == "fp16-mixed" ? loom::DType::f16
                                                              : loom::DType::f32;
-  host::Model model(*registry, blocks, config, backend_component, dtype);
+  const std::unique_ptr<host::Model> family =
+      host::family_model(*registry, args.model_config, host::kPretrainingHead, backend_component, dtype);
+  host::Model& model = *family;
+  const loom::ModelConfig& config = model.config();
 
   const host::CheckpointLoadReport report =
       host::load_model_weights(model, host::SafetensorsFile::open(args.weights), {});
@@ -98,8 +97,10 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   nlohmann::json out;
   out["loss"] = model.loss();
   out["mlm_loss"] = read_scalar(backend, model.output("mlm_loss"));
-  out["nsp_loss"] = read_scalar(backend, model.output("nsp_loss"));
-  out["seq_relationship_logits"] = as_matrix(read_rows(backend, model.output("seq_relationship_logits")), 2);
+  // A family that pre-trains without next-sentence prediction (ModernBERT) has neither output.
+  if (model.output("nsp_loss").defined()) out["nsp_loss"] = read_scalar(backend, model.output("nsp_loss"));
+  if (model.output("seq_relationship_logits").defined())
+    out["seq_relationship_logits"] = as_matrix(read_rows(backend, model.output("seq_relationship_logits")), 2);
   out["masked_prediction_logits"] =
       batch.num_masked() > 0
           ? as_matrix(read_rows(backend, model.output("masked_prediction_logits")), config.vocab_size)

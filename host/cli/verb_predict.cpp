@@ -27,7 +27,7 @@
 #include "model/batch_staging.hpp"
 #include "model/bert_config.hpp"
 #include "model/model.hpp"
-#include "model/model_config_from_bert.hpp"
+#include "model/model_family.hpp"
 #include "train/run_checkpoint.hpp"
 
 namespace loom::cli {
@@ -116,12 +116,10 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
       create(LOOM_KIND_TOKENIZER, "wordpiece", "tokenizer", "vocab = " + nlohmann::json(vocab).dump() + "\n");
   auto tokenizer = registry->create<loom::Tokenizer>(*tok_entry, tok_config, false);
 
-  host::BertConfig bert = host::read_bert_config(std::filesystem::path(a.checkpoint) / "config.json");
-  const loom::ModelConfig config = host::to_model_config(bert, a.checkpoint + "/config.json");
-  std::vector<std::string> blocks{"bert.embeddings"};
-  for (int i = 0; i < config.num_hidden_layers; ++i) blocks.push_back("bert.encoder-layer");
-  blocks.push_back("bert.classifier-head");
-  host::Model model(*registry, blocks, config, backend, loom::DType::f32);
+  const std::unique_ptr<host::Model> family = host::family_model(
+      *registry, std::filesystem::path(a.checkpoint) / "config.json", host::kClassifierHead, backend, loom::DType::f32);
+  host::Model& model = *family;
+  const loom::ModelConfig& config = model.config();
   const int64_t seq = checkpoint_sequence_length(a.max_seq_length, a.max_seq_length_given,
                                                  config.max_position_embeddings, a.checkpoint);
   model.reserve({a.batch_size, seq, 0});
@@ -129,8 +127,9 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
   host::load_model_weights(model, a.checkpoint, {true, {}});
 
   std::vector<std::string> labels;
+  const host::BertConfig saved = host::read_bert_config(std::filesystem::path(a.checkpoint) / "config.json");
+  const auto& id2label = saved.extra.value("id2label", nlohmann::json::object());
   for (int i = 0; i < config.num_labels; ++i) {
-    const auto& id2label = bert.extra.value("id2label", nlohmann::json::object());
     labels.push_back(id2label.contains(std::to_string(i)) ? id2label[std::to_string(i)].get<std::string>()
                                                           : "LABEL_" + std::to_string(i));
   }

@@ -112,14 +112,10 @@ BertConfig bert_config_from_json(const nlohmann::json& json, const std::string& 
     for (const char* name : kKnownKeys) known = known || key == name;
     if (!known) config.extra[key] = value;
   }
-  // Keys Loom does not implement but which would change the model: refuse rather than run a
-  // different network than the checkpoint's author trained.
-  if (config.extra.contains("position_embedding_type") &&
-      config.extra["position_embedding_type"] != "absolute")
-    refuse(source, "position_embedding_type",
-           "only \"absolute\" is supported, got " + config.extra["position_embedding_type"].dump());
-  if (config.extra.contains("model_type") && config.extra["model_type"] != "bert")
-    refuse(source, "model_type", "expected \"bert\", got " + config.extra["model_type"].dump());
+  // Keys a family does not implement (BERT's position_embedding_type, a model_type it is not) are
+  // refused by that family's blocks, which read the whole file (BlockSetup::config_json).
+  for (const char* name : kKnownKeys)
+    if (!json.contains(name)) config.absent_keys.emplace_back(name);
   return config;
 }
 
@@ -137,6 +133,9 @@ nlohmann::json bert_config_to_json(const BertConfig& config) {
   json["type_vocab_size"] = config.type_vocab_size;
   json["initializer_range"] = config.initializer_range;
   json["layer_norm_eps"] = config.layer_norm_eps;
+  // A key the file did not have is not added: another family's config (ModernBERT's has no
+  // hidden_act or type_vocab_size) stays that family's config.
+  for (const std::string& key : config.absent_keys) json.erase(key);
   return json;
 }
 

@@ -1,9 +1,10 @@
 // BertConfig: the Hugging Face `config.json` of a BERT model as a plain struct (docs/checkpoints.md).
 //
-// Reading follows Hugging Face semantics: every known key is optional and defaults to BertConfig's
-// default (so Google's original bert_config.json, which lacks layer_norm_eps, loads); keys Loom does
-// not use (architectures, model_type, pad_token_id, num_labels, ...) are kept verbatim in `extra`
-// and written back unchanged. A value of the wrong type or out of range throws BertConfigError
+// The keys every BERT-family config shares (loom::ModelConfig's) are read with BertConfig's defaults
+// (so Google's original bert_config.json, which lacks layer_norm_eps, loads); every other key
+// (architectures, model_type, pad_token_id, num_labels, a family's own keys) is kept verbatim in
+// `extra`, and the file is written back with only the keys it had (plus those the run sets). The
+// host reads no family-specific key: blocks read theirs from the whole file (BlockSetup::config_json). A value of the wrong type or out of range throws BertConfigError
 // naming the file and the key. Writing is atomic (temporary file, fsync, rename).
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,9 @@ struct BertConfig {
   double layer_norm_eps = 1e-12;
   /// Every other key of the file, kept for round trips (an object; empty = none).
   nlohmann::json extra = nlohmann::json::object();
+  /// Keys above the file did not have (they hold their defaults): not written back, so a config of
+  /// a family whose file lacks them (ModernBERT's) round-trips unchanged.
+  std::vector<std::string> absent_keys;
 
   /// The GELU form `hidden_act` names (validated on read, so this does not throw for a read config).
   GeluVariant gelu_variant() const;

@@ -2,11 +2,13 @@
 #include "model/model.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "loom/sdk/backward_input.hpp"
+#include "loom/sdk/model_architecture.hpp"
 #include "loom/sdk/saved_attention_bytes.hpp"
 #include "model/parameter_init.hpp"
 #include "recipe/errors.hpp"
@@ -43,8 +45,10 @@ std::string parameter_prefix(const char* scope, size_t occurrence) {
 
 Model::Model(const PluginRegistry& registry, const std::vector<std::string>& block_names,
              const loom::ModelConfig& config, const Component<loom::Backend>& backend,
-             loom::DType compute_dtype)
+             loom::DType compute_dtype, std::string config_json, std::string config_source)
     : config_(config),
+      config_json_(std::move(config_json)),
+      config_source_(std::move(config_source)),
       backend_(*backend.get()),
       backend_interfaces_(backend.interfaces()),
       compute_dtype_(compute_dtype) {
@@ -105,9 +109,14 @@ void Model::add_block(const PluginRegistry& registry, const std::string& name,
   const size_t occurrence = static_cast<size_t>(std::count(seen.begin(), seen.end(), name));
   seen.push_back(name);
 
-  const loom::BlockSetup setup{&config_,       &backend_,
-                               compute_dtype_, static_cast<int32_t>(blocks_.size()),
-                               nullptr,        backend_interfaces_};
+  const loom::BlockSetup setup{&config_,
+                               &backend_,
+                               compute_dtype_,
+                               static_cast<int32_t>(blocks_.size()),
+                               nullptr,
+                               backend_interfaces_,
+                               config_json_.c_str(),
+                               config_source_.c_str()};
   const size_t index = blocks_.size();
   std::vector<const ParameterEntry*> parameters;
   block.block.call([&](loom::Block& b) {
@@ -387,6 +396,13 @@ void Model::backward(float loss_scale, const std::function<void(size_t)>& grads_
     d_output = d_input;
     if (grads_final_from) grads_final_from(grads_final_offsets_[k]);
   }
+}
+
+std::string Model::architecture() const {
+  const auto* named = blocks_.back().block.find<loom::ModelArchitecture>();
+  const char* name = named != nullptr ? blocks_.back().block.call([&](loom::Block&) { return named->architecture(); })
+                                      : nullptr;
+  return name != nullptr ? name : "";
 }
 
 loom::Tensor Model::output(const std::string& name) const {

@@ -55,9 +55,11 @@ class Model {
   /// Creates blocks `block_names` (without the "block/" kind) in order. The first must be an
   /// embeddings block, the last a head, every other a layer. Throws PluginError / loom::Error with
   /// the block's name on any problem. Blocks get `backend` and its named interfaces (op families
-  /// such as fused attention).
+  /// such as fused attention), `config` and the whole config.json (`config_json`, read from
+  /// `config_source`) for the keys only their family has.
   Model(const PluginRegistry& registry, const std::vector<std::string>& block_names,
-        const loom::ModelConfig& config, const Component<loom::Backend>& backend, loom::DType compute_dtype);
+        const loom::ModelConfig& config, const Component<loom::Backend>& backend, loom::DType compute_dtype,
+        std::string config_json = "{}", std::string config_source = "config.json");
 
   const loom::ModelConfig& config() const { return config_; }
   loom::DType compute_dtype() const { return compute_dtype_; }
@@ -109,6 +111,8 @@ class Model {
   /// A named output of any block after forward ("mlm_loss", "seq_relationship_logits", ...);
   /// an undefined view when no block has it.
   loom::Tensor output(const std::string& name) const;
+  /// The Hugging Face class the head names (ModelArchitecture), or "" when it names none.
+  std::string architecture() const;
   /// Every named output of the head (the last block) that the last forward defined: what an
   /// inference client reads back ("start_logits" and "end_logits", "logits", ...).
   std::vector<loom::BlockOutput> head_outputs() const;
@@ -150,6 +154,7 @@ class Model {
   loom::StepArgs step_args(const ModelBlock& block, float loss_scale) const;
 
   loom::ModelConfig config_;
+  std::string config_json_, config_source_;  // handed to every block's setup
   loom::Backend& backend_;
   loom_query_interface_fn backend_interfaces_;
   loom::DType compute_dtype_;

@@ -48,7 +48,8 @@ ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry,
     setup.bert_config.extra["num_labels"] = limits->num_labels;
   setup.model_config = to_model_config(setup.bert_config, model_recipe.config_path);
   setup.model = std::make_unique<Model>(registry, model_recipe.expanded_blocks(), setup.model_config, backend,
-                                        compute_dtype_of(precision));
+                                        compute_dtype_of(precision), bert_config_to_json(setup.bert_config).dump(),
+                                        model_recipe.config_path);
   return setup;
 }
 

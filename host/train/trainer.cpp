@@ -240,6 +240,9 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
   }
   if (limits.task == loom::BatchTask::span_extraction)  // what Hugging Face loads for a span head
     setup.bert_config.extra["architectures"] = nlohmann::json::array({"BertForQuestionAnswering"});
+  // A head that names its Hugging Face class (every head since SDK 0.4) overrides the guesses above.
+  if (const std::string architecture = model().architecture(); !architecture.empty())
+    setup.bert_config.extra["architectures"] = nlohmann::json::array({architecture});
   model().reserve(shape);
   staging = std::make_unique<BatchStaging>(backend(), shape);
 

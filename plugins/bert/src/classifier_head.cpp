@@ -6,6 +6,7 @@
 // targets and loss = mean over rows of (logit − target)² (MSELoss). Parameters either way:
 // bert.pooler.dense.*, classifier.weight [num_labels, H], classifier.bias. The dropout
 // probability is the config's classifier_dropout (hidden_dropout_prob when the file says null).
+#include "loom/sdk/model_architecture.hpp"
 #include "components.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "pooler.hpp"
@@ -16,8 +17,9 @@ namespace {
 using loom::DType;
 using loom::Tensor;
 
-class ClassifierHead final : public PoolerHead {
+class ClassifierHead final : public PoolerHead, public loom::ModelArchitecture {
  public:
+  const char* architecture() const override { return "BertForSequenceClassification"; }
   explicit ClassifierHead(loom::ComponentContext&) : PoolerHead("block/bert.classifier-head") {}
 
   loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
@@ -131,7 +133,7 @@ loom_component_desc classifier_head_component() {
   return loom::component<loom::Block, ClassifierHead>(
       "bert.classifier-head", "0.1.0",
       "pooler, dropout, Linear(H, num_labels); cross-entropy (num_labels = 1: MSE regression)",
-      loom::offers<loom::BackwardInput>{});
+      loom::offers<loom::BackwardInput, loom::ModelArchitecture>{});
 }
 
 }  // namespace loom_bert

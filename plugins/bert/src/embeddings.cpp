@@ -8,7 +8,7 @@
 #include "bert_block.hpp"
 #include "components.hpp"
 #include "loom/sdk/plugin.hpp"
-#include "region_carver.hpp"
+#include "loom_blocks/region_carver.hpp"
 
 namespace loom_bert {
 namespace {

@@ -39,7 +39,7 @@
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom/sdk/saved_attention_bytes.hpp"
-#include "region_carver.hpp"
+#include "loom_blocks/region_carver.hpp"
 
 namespace loom_bert {
 namespace {

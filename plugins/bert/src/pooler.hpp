@@ -6,7 +6,7 @@
 #pragma once
 
 #include "bert_block.hpp"
-#include "region_carver.hpp"
+#include "loom_blocks/region_carver.hpp"
 
 namespace loom_bert {
 

@@ -16,6 +16,7 @@
 // masked-LM accuracy is M × 4 bytes to read instead of the [M, V] logits. Backward recomputes the
 // softmax while turning the logits into their gradient in place, so the logits stay readable as an
 // output until backward.
+#include "loom/sdk/model_architecture.hpp"
 #include "components.hpp"
 #include "loom/sdk/ops/gemm_extent_alignment.hpp"
 #include "loom/sdk/plugin.hpp"
@@ -27,8 +28,9 @@ namespace {
 using loom::DType;
 using loom::Tensor;
 
-class PretrainingHeads final : public PoolerHead {
+class PretrainingHeads final : public PoolerHead, public loom::ModelArchitecture {
  public:
+  const char* architecture() const override { return "BertForPreTraining"; }
   explicit PretrainingHeads(loom::ComponentContext&) : PoolerHead("block/bert.pretraining-heads") {}
 
   void setup(const loom::BlockSetup& setup) override {
@@ -252,7 +254,7 @@ loom_component_desc pretraining_heads_component() {
   return loom::component<loom::Block, PretrainingHeads>(
       "bert.pretraining-heads", "0.1.0",
       "pooler + NSP, MLM on labelled rows with the decoder tied to word embeddings",
-      loom::offers<loom::BackwardInput>{});
+      loom::offers<loom::BackwardInput, loom::ModelArchitecture>{});
 }
 
 }  // namespace loom_bert

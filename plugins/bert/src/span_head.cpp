@@ -4,10 +4,11 @@
 //   loss   = (CE_mean(start_logits, start_positions) + CE_mean(end_logits, end_positions)) / 2
 // Positions are in [0, T]; T means "ignored" (Hugging Face clamps to T and ignores it). No dropout
 // (NVIDIA's SQuAD head has none). Parameters: qa_outputs.weight [2, H], qa_outputs.bias [2].
+#include "loom/sdk/model_architecture.hpp"
 #include "bert_block.hpp"
 #include "components.hpp"
 #include "loom/sdk/plugin.hpp"
-#include "region_carver.hpp"
+#include "loom_blocks/region_carver.hpp"
 
 namespace loom_bert {
 namespace {
@@ -15,8 +16,9 @@ namespace {
 using loom::DType;
 using loom::Tensor;
 
-class SpanHead final : public BertBlock {
+class SpanHead final : public BertBlock, public loom::ModelArchitecture {
  public:
+  const char* architecture() const override { return "BertForQuestionAnswering"; }
   explicit SpanHead(loom::ComponentContext&) : BertBlock("block/bert.span-head") {}
 
   loom::BlockRole role() const override { return loom::BlockRole::head; }
@@ -120,7 +122,7 @@ class SpanHead final : public BertBlock {
 loom_component_desc span_head_component() {
   return loom::component<loom::Block, SpanHead>(
       "bert.span-head", "0.1.0", "Linear(H, 2) → start/end logits; mean of both cross-entropies",
-      loom::offers<loom::BackwardInput>{});
+      loom::offers<loom::BackwardInput, loom::ModelArchitecture>{});
 }
 
 }  // namespace loom_bert

@@ -11,5 +11,5 @@ root=$(cd "$here/../../../.." && pwd)
 grep -q 'kSdkVersion = "0.3.0"' "$root/sdk/include/loom/sdk/version.hpp" ||
   { echo "build-fixture.sh: the SDK is no longer 0.3.0; keep the committed binary" >&2; exit 1; }
 cmake --preset release -S "$root"
-cmake --build "$root/build" --target loom-bert
+cmake --build "$root/build" --target loom_plugin_bert
 strip -o "$here/libloom-bert.so" "$root/build/lib/loom/plugins/libloom-bert.so"

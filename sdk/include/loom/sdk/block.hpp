@@ -3,7 +3,8 @@
 //
 // Contract (docs/design.md §3–§4; the style of llm.c's layer_forward / layer_backward):
 // - Life cycle: created by the host from the recipe's [model] `blocks` list (no options of its
-//   own) → `setup()` once with the model config, backend and compute dtype → the host reads the
+//   own) → `setup()` once with the model config (the shared fields and the whole config.json),
+//   backend and compute dtype → the host reads the
 //   parameter specs, lays every parameter out in one flat fp32 master buffer and one flat fp32
 //   gradient buffer, and calls `bind_parameters()` once with views into them → per (batch, seq)
 //   the host sizes one activation arena from `activation_bytes()` → per micro-step `forward()` on
@@ -104,6 +105,16 @@ struct BlockSetup {
   /// The backend's named interfaces (interfaces.hpp; nullptr when it offers none): ask with
   /// `find_backend_interface<I>(setup)`. Added in SDK 0.3 (ABI minor 3).
   loom_query_interface_fn backend_interfaces;
+  /// The model's whole Hugging Face `config.json` as UTF-8 JSON text (NUL-terminated), as the host
+  /// will write it into checkpoints (with the run's `num_labels`, `id2label`, ... already set).
+  /// `config` holds the keys every family shares; a family reads the keys only it has
+  /// (ModernBERT's `local_attention`, RoBERTa's ...) from here, with its own parser, and refuses a
+  /// config it cannot serve (a wrong `model_type`, an unsupported value) by throwing
+  /// loom::ConfigError naming the key. Added in SDK 0.4 (ABI minor 4): a block built against an
+  /// earlier SDK never reads it.
+  const char* config_json;
+  /// Where `config_json` came from (a file name), for error messages.
+  const char* config_source;
 };
 
 /// `setup.backend`'s implementation of named interface `I` (an op family such as

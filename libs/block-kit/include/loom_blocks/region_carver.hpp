@@ -14,7 +14,7 @@
 #include "loom/sdk/error.hpp"
 #include "loom/sdk/tensor.hpp"
 
-namespace loom_bert {
+namespace loom_blocks {
 
 class RegionCarver {
  public:
@@ -53,4 +53,4 @@ class RegionCarver {
   const char* what_;
 };
 
-}  // namespace loom_bert
+}  // namespace loom_blocks

@@ -1,4 +1,4 @@
-// ParameterList: the parameters a BERT block declares and the views the host binds to them.
+// ParameterList: the parameters a block declares and the views the host binds to them.
 //
 // Blocks declare parameters once in setup() (name below the block's scope, shape, initialiser,
 // decay flag, optional tie) and get back an index; after bind_parameters() `view(index)` yields
@@ -13,7 +13,7 @@
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/error.hpp"
 
-namespace loom_bert {
+namespace loom_blocks {
 
 class ParameterList {
  public:
@@ -67,4 +67,4 @@ class ParameterList {
   std::vector<loom::ParameterView> views_;
 };
 
-}  // namespace loom_bert
+}  // namespace loom_blocks
