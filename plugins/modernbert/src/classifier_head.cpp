@@ -43,7 +43,7 @@ class ClassifierHead final : public ModernHead {
       final_norm_forward(input_, s_.final_norm, w.spare);
       be().zero(w.zero_scores);
       be().softmax_forward(w.zero_scores, batch.attention_bias, 1.0f, s_.weights);
-      be().gemm(s_.weights, false, s_.final_norm.out.reshape({B, T, H}), false, s_.pooled.reshape({B, 1, H}), 1.0f,
+      be().gemm(s_.weights.reshape({B, 1, T}), false, s_.final_norm.out.reshape({B, T, H}), false, s_.pooled.reshape({B, 1, H}), 1.0f,
                 0.0f);
     } else {
       be().copy(input.select(1, 0), s_.cls);
@@ -85,7 +85,7 @@ class ClassifierHead final : public ModernHead {
     dropout_backward(step, w.rows.b, w.rows.b, modern_.classifier_dropout, 0);
     prediction_backward(w.rows.b, s_.pooled, s_.prediction, w.rows, w.rows.b, w.spare);
     if (modern_.mean_pooling) {  // d final_norm(h)[b, t] = weight[b, t]·d pooled[b]
-      be().gemm(s_.weights, true, w.rows.b.reshape({B, 1, H}), false, w.d_normed.reshape({B, T, H}), 1.0f, 0.0f);
+      be().gemm(s_.weights.reshape({B, 1, T}), true, w.rows.b.reshape({B, 1, H}), false, w.d_normed.reshape({B, T, H}), 1.0f, 0.0f);
       final_norm_backward(w.d_normed, input_, s_.final_norm, d_input.reshape({B * T, H}), w.spare);
     } else {
       final_norm_backward(w.rows.b, s_.cls, s_.final_norm, w.rows.a, w.spare);
@@ -123,7 +123,7 @@ class ClassifierHead final : public ModernHead {
     Saved s;
     if (modern_.mean_pooling) {
       s.final_norm = carve_final_norm(r, B * T);
-      s.weights = r.take(DType::f32, {B, 1, T});
+      s.weights = r.take(DType::f32, {B, 1, 1, T});  // softmax's [B, heads, Tq, Tk]
     } else {
       s.cls = r.take(DType::f32, {B, H});
       s.final_norm = carve_final_norm(r, B);
@@ -144,7 +144,7 @@ class ClassifierHead final : public ModernHead {
     w.d_logits_c = r.take_compute_copy(compute_, {B, config_.num_labels});
     w.rows = carve_rows(r, B);
     if (modern_.mean_pooling) {
-      w.zero_scores = r.take(DType::f32, {B, 1, T});
+      w.zero_scores = r.take(DType::f32, {B, 1, 1, T});
       w.d_normed = r.take(DType::f32, {B * T, config_.hidden_size});
     }
     return w;
