@@ -1,12 +1,14 @@
 """The quickstart's summary and picture, from its runs' metrics.jsonl files.
 
-Usage: /usr/bin/python3 scripts/quickstart_report.py RUNS_DIR STAGE_SECONDS_JSON PHASE1_CHECKPOINT [DEVICE]
+Usage: /usr/bin/python3 scripts/quickstart_report.py RUNS_DIR STAGE_SECONDS_JSON PHASE1_CHECKPOINT [DEVICE] [MODEL]
 Reads RUNS_DIR/quickstart-phase1 (training loss, held-out evaluations split by [MASK] / kept /
 random positions), quickstart-spam and quickstart-spam-scratch (full data),
 quickstart-spam-lowres-{pretrained,scratch}-seedN (200 labelled mails) and, where they exist (the
 quickstart on a GPU), quickstart-squad-mentions-{pretrained,scratch}. Writes
 RUNS_DIR/quickstart/summary.json and RUNS_DIR/quickstart/report.png, prints the table. DEVICE (cpu
-or cuda, default cpu) and the phase-1 model are recorded in the summary.
+or cuda, default cpu) and the phase-1 model are recorded in the summary. MODEL (modernbert or bert,
+default bert) names the family pre-trained; for modernbert the held-out curve is drawn against
+BERT's measured one (BERT_REFERENCE, the CPU quickstart's BERT phase 1 on the same held-out set).
 """
 import json
 import pathlib
@@ -43,12 +45,25 @@ def spread(values):
             "stdev": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values}
 
 
-def plot(path, phase1_train, phase1_evals, fine_tuning):
+# BERT's phase 1 on the CPU (scripts/quickstart --model bert), its held-out evaluations: drawn beside
+# ModernBERT's so the report shows what the family changes (docs/performance.md, "ModernBERT on two cores").
+BERT_REFERENCE = pathlib.Path(__file__).resolve().parent.parent / "docs/measurements/quickstart-cpu-2026-11-28/bert-phase1-eval.jsonl"
+
+
+def reference_evals():
+    try:
+        return [r for r in map(json.loads, BERT_REFERENCE.read_text().splitlines()) if "eval_mlm_mask_accuracy" in r]
+    except OSError:
+        return []
+
+
+def plot(path, phase1_train, phase1_evals, fine_tuning, model="bert"):
     figure, (loss_axes, accuracy_axes, bars_axes) = plt.subplots(1, 3, figsize=(16, 4.8))
 
-    loss_axes.plot([r["step"] for r in phase1_train], [r["loss"] for r in phase1_train], label="total")
+    if model == "bert":
+        loss_axes.plot([r["step"] for r in phase1_train], [r["loss"] for r in phase1_train], label="total")
     loss_axes.plot([r["step"] for r in phase1_train], [r["mlm_loss"] for r in phase1_train], label="masked LM")
-    loss_axes.set_title("Phase 1: training loss")
+    loss_axes.set_title(f"Pre-training ({model}): training loss")
     loss_axes.set_xlabel("step")
     loss_axes.set_ylabel("nats")
     loss_axes.grid(alpha=0.3)
@@ -56,11 +71,15 @@ def plot(path, phase1_train, phase1_evals, fine_tuning):
 
     steps = [r["step"] for r in phase1_evals]
     for key, label in (("eval_mlm_mask_accuracy", "[MASK] positions"), ("eval_mlm_accuracy", "all labelled (conventional)")):
-        accuracy_axes.plot(steps, [100 * r[key] for r in phase1_evals], marker="o", label=label)
+        accuracy_axes.plot(steps, [100 * r[key] for r in phase1_evals], marker="o", label=f"{model}, {label}")
+    reference = reference_evals() if model != "bert" else []
+    if reference:
+        accuracy_axes.plot([r["step"] for r in reference], [100 * r["eval_mlm_mask_accuracy"] for r in reference],
+                           marker=".", color="tab:red", label="bert (measured), [MASK] positions")
     baseline = 100 * phase1_evals[-1]["eval_mlm_unigram_baseline"]
     accuracy_axes.axhline(baseline, color="grey", linestyle=":", label=f"unigram baseline {baseline:.1f}%")
     accuracy_axes.axhline(2 * baseline, color="grey", linestyle="--", label=f"2x baseline {2 * baseline:.1f}%")
-    accuracy_axes.set_title("Phase 1: held-out masked-LM accuracy")
+    accuracy_axes.set_title("Held-out masked-LM accuracy (15% masks)")
     accuracy_axes.set_xlabel("step")
     accuracy_axes.set_ylabel("%")
     accuracy_axes.set_ylim(bottom=0)
@@ -112,7 +131,7 @@ def squad_results(runs):
     return {init: {m: last_eval(path)["eval_" + m] for m in ("exact_match", "f1")} for init, path in found.items()}
 
 
-def main(runs_dir, stage_seconds, checkpoint, device="cpu"):
+def main(runs_dir, stage_seconds, checkpoint, device="cpu", model="bert"):
     runs = pathlib.Path(runs_dir)
     phase1 = runs / "quickstart-phase1"
     phase1_evals = [r for r in records(phase1, "eval") if "eval_mlm_mask_accuracy" in r]
@@ -128,7 +147,7 @@ def main(runs_dir, stage_seconds, checkpoint, device="cpu"):
     }
     summary = {
         "heldout_mlm_loss": p1["eval_mlm_loss"], "heldout_mlm_accuracy": p1["eval_mlm_accuracy"],
-        "heldout_nsp_accuracy": p1["eval_nsp_accuracy"],
+        "heldout_nsp_accuracy": p1.get("eval_nsp_accuracy"),  # None: a model without next-sentence prediction
         "heldout_mask_accuracy": p1["eval_mlm_mask_accuracy"], "heldout_mask_loss": p1["eval_mlm_mask_loss"],
         "heldout_kept_accuracy": p1["eval_mlm_kept_accuracy"], "heldout_kept_loss": p1["eval_mlm_kept_loss"],
         "heldout_random_accuracy": p1["eval_mlm_random_accuracy"], "heldout_random_loss": p1["eval_mlm_random_loss"],
@@ -142,7 +161,7 @@ def main(runs_dir, stage_seconds, checkpoint, device="cpu"):
         "spam_lowres_seeds": {init: {m: s["values"] for m, s in metrics.items()}
                               for init, metrics in fine_tuning["lowres"].items()},
         "stage_seconds": json.loads(stage_seconds), "phase1_checkpoint": checkpoint,
-        "device": device, "phase1_model": phase1_model(checkpoint),
+        "device": device, "phase1_model": phase1_model(checkpoint), "model": model,
     }
     squad = squad_results(runs)
     if squad is not None:
@@ -150,10 +169,11 @@ def main(runs_dir, stage_seconds, checkpoint, device="cpu"):
     out = runs / "quickstart"
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    plot(out / "report.png", records(phase1, "train"), phase1_evals, fine_tuning)
+    plot(out / "report.png", records(phase1, "train"), phase1_evals, fine_tuning, model)
 
     s = summary
     rows = [
+        ("model pre-trained", model),
         ("held-out MLM loss / accuracy (phase 1)", f"{s['heldout_mlm_loss']:.3f} / {100 * s['heldout_mlm_accuracy']:.1f}%"),
         ("held-out accuracy, [MASK] / kept / random", f"{100 * s['heldout_mask_accuracy']:.1f}% / "
          f"{100 * s['heldout_kept_accuracy']:.1f}% / {100 * s['heldout_random_accuracy']:.1f}%"),
@@ -161,10 +181,11 @@ def main(runs_dir, stage_seconds, checkpoint, device="cpu"):
          f"{s['heldout_random_loss']:.3f}"),
         ("unigram baseline (commonest target)", f"{100 * s['heldout_unigram_baseline']:.1f}% ([MASK] accuracy is "
          f"{s['heldout_mask_accuracy'] / s['heldout_unigram_baseline']:.2f}x)"),
-        ("held-out NSP accuracy (phase 1)", f"{100 * s['heldout_nsp_accuracy']:.1f}%"),
         ("spam, all mails, pre-trained", f"{100 * s['spam_accuracy_pretrained']:.1f}% / F1 {s['spam_f1_pretrained']:.3f}"),
         ("spam, all mails, from scratch", f"{100 * s['spam_accuracy_scratch']:.1f}% / F1 {s['spam_f1_scratch']:.3f}"),
     ]
+    if s["heldout_nsp_accuracy"] is not None:
+        rows.insert(5, ("held-out NSP accuracy (phase 1)", f"{100 * s['heldout_nsp_accuracy']:.1f}%"))
     for init, label in (("pretrained", "pre-trained"), ("scratch", "from scratch")):
         a, f1 = fine_tuning["lowres"][init]["accuracy"], fine_tuning["lowres"][init]["f1"]
         rows.append((f"spam, 200 mails, {label} (3 seeds)", f"{100 * a['mean']:.1f}% (min {100 * a['min']:.1f}, "
@@ -182,4 +203,4 @@ def main(runs_dir, stage_seconds, checkpoint, device="cpu"):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:6])

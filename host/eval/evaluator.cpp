@@ -203,7 +203,9 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
   if (task == loom::BatchTask::pretraining) {
     out["eval_mlm_loss"] = masked == 0 ? 0.0 : mlm_loss_sum / static_cast<double>(masked);
     out["eval_mlm_accuracy"] = mlm.rate();
-    out["eval_nsp_accuracy"] = nsp.rate();
+    // A family that pre-trains without next-sentence prediction (no seq_relationship_logits) has
+    // no NSP accuracy to report.
+    if (model.output("seq_relationship_logits").defined()) out["eval_nsp_accuracy"] = nsp.rate();
     out["eval_masked_tokens"] = masked;
     if (breakdown) out.update(breakdown->metrics());
   } else if (task == loom::BatchTask::classification && dataset.limits().num_labels == 1) {

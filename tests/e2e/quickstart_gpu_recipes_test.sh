@@ -29,12 +29,16 @@ which=$(scripts/quickstart --which-device 2>&1) || fail "--which-device exited n
 if [ -e /dev/nvidia0 ]; then
   [[ "$which" == *"quickstart: GPU found"* || "$which" == *"no usable GPU"* ]] || fail "--which-device: $which"
 else
-  [[ "$which" == "quickstart: no usable GPU ("*"): pre-training bert-tiny on the CPU" ]] || fail "--which-device: $which"
+  [[ "$which" == "quickstart: no usable GPU ("*"): pre-training modernbert-tiny on the CPU" ]] || fail "--which-device: $which"
   out=$(scripts/quickstart --which-device --device cuda 2>&1) && fail "--device cuda without a GPU exited 0"
   [[ "$out" == *"backend/cuda cannot run here"* ]] || fail "--device cuda without a GPU: $out"
 fi
-[ "$(scripts/quickstart --which-device --device cpu)" = "quickstart: --device cpu: pre-training bert-tiny on the CPU" ] ||
+[ "$(scripts/quickstart --which-device --device cpu)" = "quickstart: --device cpu: pre-training modernbert-tiny on the CPU" ] ||
   fail "--device cpu"
+[ "$(scripts/quickstart --which-device --device cpu --model bert)" = "quickstart: --device cpu: pre-training bert-tiny on the CPU" ] ||
+  fail "--device cpu --model bert"
+scripts/quickstart --model roberta > "$work/bad-model.log" 2>&1; [ $? = 2 ] && grep -q "takes modernbert or bert" "$work/bad-model.log" ||
+  fail "--model roberta: $(cat "$work/bad-model.log")"
 scripts/quickstart --device gpu > "$work/bad.log" 2>&1; [ $? = 2 ] && grep -q "takes cpu or cuda" "$work/bad.log" ||
   fail "--device gpu: $(cat "$work/bad.log")"
 
