@@ -30,5 +30,7 @@ LOOM_PLUGIN("optimizers", "0.1.0", "Optimizers over the flat parameter buffer an
                 "poly-warmup", "0.1.0", "linear warm-up, then polynomial decay to 0 (pretraining)"),
             loom::component<loom::Schedule, loom_optim::LinearWarmup>(
                 "linear-warmup", "0.1.0", "linear warm-up, then linear decay to 0 (fine-tuning)"),
+            loom::component<loom::Schedule, loom_optim::WarmupStableDecay>(
+                "warmup-stable-decay", "0.1.0", "linear warm-up, constant, then linear or 1-sqrt decay to 0"),
             loom::component<loom::Schedule, loom_optim::ConstantSchedule>(
                 "constant", "0.1.0", "constant learning rate, optional linear warm-up"))

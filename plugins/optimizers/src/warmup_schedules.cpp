@@ -37,6 +37,22 @@ double LinearWarmup::decay(double progress) const {
   return std::max((1.0 - progress) / (1.0 - warmup()), 0.0);  // +0 at the end, not -0
 }
 
+WarmupStableDecay::WarmupStableDecay(loom::ComponentContext& context)
+    : WarmupSchedule(context, 0.05),
+      decay_(context.options().get<double>("decay", 0.2, loom::Range{0.0, 1.0})),
+      square_root_(context.options().choice("decay_shape", "linear", {"linear", "1-sqrt"}) == "1-sqrt") {
+  if (warmup() + decay_ > 1.0 + 1e-12)
+    context.options().fail("decay", "warmup + decay must be at most 1 (the stable part is what is left)");
+}
+
+double WarmupStableDecay::decay(double progress) const {
+  const double start = 1.0 - decay_;
+  if (progress < start) return 1.0;
+  if (progress >= 1.0 || decay_ <= 0.0) return 0.0;
+  const double q = (progress - start) / decay_;
+  return square_root_ ? 1.0 - std::sqrt(q) : 1.0 - q;
+}
+
 ConstantSchedule::ConstantSchedule(loom::ComponentContext& context) : WarmupSchedule(context, 0.0) {}
 
 double ConstantSchedule::decay(double /*progress*/) const {

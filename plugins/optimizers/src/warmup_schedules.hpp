@@ -3,6 +3,10 @@
 //   schedule/poly-warmup    lr = base·p/warmup if p < warmup, else base·max(1 − p, 0)^degree
 //   schedule/linear-warmup  lr = base·p/warmup if p < warmup, else base·max((p − 1)/(warmup − 1), 0)
 //   schedule/constant       lr = base·p/warmup if p < warmup, else base
+//   schedule/warmup-stable-decay   lr = base·p/warmup if p < warmup; base while p < 1 − decay; then,
+//                           with q = (p − (1 − decay))/decay, base·(1 − q) ("linear") or
+//                           base·(1 − √q) ("1-sqrt"), 0 past the horizon (the trapezoidal schedule
+//                           ModernBERT pre-trains with; Hägele et al. 2024 for 1-sqrt)
 // `warmup` is a proportion of T. Past the horizon (p > 1) poly-warmup gives 0 where the reference
 // computes NaN. docs/decisions/schedules.md explains the counter semantics.
 #pragma once
@@ -46,6 +50,16 @@ class LinearWarmup final : public WarmupSchedule {
 
  private:
   double decay(double progress) const override;
+};
+
+class WarmupStableDecay final : public WarmupSchedule {
+ public:
+  explicit WarmupStableDecay(loom::ComponentContext& context);
+
+ private:
+  double decay(double progress) const override;
+  double decay_;      ///< the proportion of the run that decays
+  bool square_root_;  ///< "1-sqrt" decay instead of linear
 };
 
 class ConstantSchedule final : public WarmupSchedule {

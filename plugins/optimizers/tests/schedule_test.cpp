@@ -80,4 +80,25 @@ TEST(Schedules, NeedAHorizon) {
   EXPECT_THROW(schedule.call([](loom::Schedule& s) { s.setup(0); }), loom::host::PluginError);
 }
 
+// Warm-up, a constant stretch, then decay over the last `decay` of the run.
+TEST(WarmupStableDecay, WarmsUpHoldsThenDecays) {
+  auto linear = load_component<loom::Schedule>("warmup-stable-decay", "warmup = 0.1\ndecay = 0.25\n");
+  linear.get()->setup(1000);
+  EXPECT_NEAR(linear.get()->lr(2e-3, 49), 2e-3 * 0.05 / 0.1, 1e-18);  // p = 0.05: half warmed up
+  EXPECT_EQ(linear.get()->lr(2e-3, 99), 2e-3);                         // p = 0.1: the plateau
+  EXPECT_EQ(linear.get()->lr(2e-3, 748), 2e-3);                        // p = 0.749: still on it
+  EXPECT_NEAR(linear.get()->lr(2e-3, 874), 2e-3 * 0.5, 1e-15);         // p = 0.875: halfway down
+  EXPECT_EQ(linear.get()->lr(2e-3, 999), 0.0);
+  EXPECT_EQ(linear.get()->lr(2e-3, 5000), 0.0);
+  auto root = load_component<loom::Schedule>("warmup-stable-decay", "decay = 0.5\ndecay_shape = \"1-sqrt\"\n");
+  root.get()->setup(100);
+  EXPECT_NEAR(root.get()->lr(1.0, 74), 1.0 - std::sqrt(0.5), 1e-15);  // p = 0.75: q = 0.5
+  EXPECT_EQ(root.get()->lr(1.0, 49), 1.0);
+}
+
+TEST(WarmupStableDecay, WarmupAndDecayMustFit) {
+  EXPECT_THROW(load_component<loom::Schedule>("warmup-stable-decay", "warmup = 0.5\ndecay = 0.6\n"),
+               std::exception);
+}
+
 }  // namespace
