@@ -114,6 +114,19 @@ inline constexpr Tolerance kSameProductOtherBatching{1e-6, 1e-6};
 inline constexpr Tolerance kSameValuesOtherStorage{1e-6, 1e-8};
 /// Probabilities (softmax) against float64: a sum of exponentials and a division per row.
 inline constexpr Tolerance kProbabilitiesAgainstFloat64{1e-5, 1e-7};
+/// The gated GELU of f16 inputs against the same values in f32 (y and dx, f32): the two loops may
+/// take erf and tanh from libmvec's lanes on one side and scalar libm on the other (vector_math.hpp),
+/// an f32 ulp apart (~6e-8), magnified where 1 + erf cancels and by |a|, |g| ≤ 4: up to 6e-7
+/// measured on elements of ~1e-3.
+inline constexpr Tolerance kGeluLibmLanesAgainstScalar{1e-6, 1e-6};
+/// A rotary rotation x_lo·cos − x_hi·sin in f32 against float64 arithmetic on the same f32 factors
+/// (inputs in [−2, 2)): each product rounded (≤ 2^-24·(|x_lo| + |x_hi|) ≤ 2.4e-7) and the sum
+/// rounded (2^-24 relative), with a factor of two to spare. Angles or frequencies computed in f32
+/// instead of double are off by ~3e-5 rad at position 511, ~6e-5 on y, far outside it.
+inline constexpr Tolerance kRotationByF32Factors{1.2e-7, 5e-7};
+/// A rotary rotation undone by its inverse in f32 (inputs in [−2, 2)): two rotations' roundings
+/// (≤ 5e-7 each) and the f32 factors' cos² + sin² = 1 ± 2^-23.
+inline constexpr Tolerance kRotationRoundTrip{0, 2e-6};
 
 // ---- gradients against central differences of the float64 reference --------------------------
 

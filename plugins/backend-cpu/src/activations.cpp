@@ -1,4 +1,4 @@
-// Fused bias + GELU (erf and tanh forms) and tanh, forward and backward.
+// Fused bias + GELU (erf and tanh forms, gelu_forms.hpp) and tanh, forward and backward.
 //
 // GELU backward recomputes the pre-activation x + bias instead of storing it; the bias gradient
 // is the column sum of dx, reduced per column in row order (independent of the thread count).
@@ -7,17 +7,13 @@
 #include "column_sums.hpp"
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
+#include "gelu_forms.hpp"
 #include "loom_backend/op_contracts.hpp"
 #include "op_preamble.hpp"
 #include "vector_math.hpp"
 
 namespace loom_cpu {
 namespace {
-
-constexpr float kSqrtHalf = 0.70710678118654752f;     // 1/√2
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;   // 1/√(2π)
-constexpr float kSqrt2OverPi = 0.79788456080286536f;  // √(2/π)
-constexpr float kCubic = 0.044715f;
 
 /// x of bias_gelu_* as rows of the bias' columns (the columns its contract returns).
 struct GeluRows {
@@ -27,53 +23,34 @@ GeluRows gelu_rows_of(const loom::Tensor& x, int64_t cols) {
   return {cols == 0 ? 0 : x.numel() / cols, cols};
 }
 
-template <typename S, typename SY>
-void gelu_rows(const S* x, const float* bias, SY* y, int64_t rows, int64_t cols, loom::Gelu variant,
-               int threads) {
+/// y = gelu(x + bias) in GELU form `Form` (gelu_forms.hpp).
+template <typename Form, typename S, typename SY>
+void gelu_rows(const S* x, const float* bias, SY* y, int64_t rows, int64_t cols, int threads) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows * cols > kParallelMinElements)
   for (int64_t r = 0; r < rows; ++r) {
     const S* xr = x + r * cols;
     SY* yr = y + r * cols;
-    if (variant == loom::Gelu::erf) {
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) {
-        const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
-        store(yr, c, 0.5f * v * (1.0f + erff(v * kSqrtHalf)));
-      }
-    } else {
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) {
-        const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
-        store(yr, c, 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kCubic * v * v * v))));
-      }
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
+      store(yr, c, Form::value(v));
     }
   }
 }
 
-template <typename S>
+/// dx = dy·gelu'(x + bias) in GELU form `Form`.
+template <typename Form, typename S>
 void gelu_backward_rows(const float* dy, const S* x, const float* bias, float* dx, int64_t rows, int64_t cols,
-                        loom::Gelu variant, int threads) {
+                        int threads) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows * cols > kParallelMinElements)
   for (int64_t r = 0; r < rows; ++r) {
     const S* xr = x + r * cols;
     const float* dyr = dy + r * cols;
     float* dxr = dx + r * cols;
-    if (variant == loom::Gelu::erf) {
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) {
-        const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
-        const float cdf = 0.5f * (1.0f + erff(v * kSqrtHalf));
-        const float pdf = kInvSqrt2Pi * expf(-0.5f * v * v);
-        dxr[c] = dyr[c] * (cdf + v * pdf);
-      }
-    } else {
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) {
-        const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
-        const float t = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
-        const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
-        dxr[c] = dyr[c] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
-      }
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = load(xr, c) + (bias != nullptr ? bias[c] : 0.0f);
+      dxr[c] = dyr[c] * Form::derivative(v);
     }
   }
 }
@@ -92,8 +69,10 @@ void CpuBackend::bias_gelu_forward(const loom::Tensor& x, const loom::Tensor& bi
         using SX = decltype(xs);
         using SY = decltype(ys);
         const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-        gelu_rows(static_cast<const SX*>(x.data), b, static_cast<SY*>(y.data), shape.rows, shape.cols,
-                  variant, threads_);
+        with_gelu_form(variant, [&](auto form) {
+          gelu_rows<decltype(form)>(static_cast<const SX*>(x.data), b, static_cast<SY*>(y.data), shape.rows,
+                                    shape.cols, threads_);
+        });
       });
 }
 
@@ -108,8 +87,11 @@ void CpuBackend::bias_gelu_backward(const loom::Tensor& dy, const loom::Tensor& 
       [&](const GeluRows& shape, auto xs) {
         using SX = decltype(xs);
         const float* b = bias.defined() ? static_cast<const float*>(bias.data) : nullptr;
-        gelu_backward_rows(static_cast<const float*>(dy.data), static_cast<const SX*>(x.data), b,
-                           static_cast<float*>(dx.data), shape.rows, shape.cols, variant, threads_);
+        with_gelu_form(variant, [&](auto form) {
+          gelu_backward_rows<decltype(form)>(static_cast<const float*>(dy.data),
+                                             static_cast<const SX*>(x.data), b, static_cast<float*>(dx.data),
+                                             shape.rows, shape.cols, threads_);
+        });
         if (dbias.defined())
           accumulate_column_sums(static_cast<const float*>(dx.data), shape.rows, shape.cols, 1,
                                  static_cast<float*>(dbias.data), threads_);

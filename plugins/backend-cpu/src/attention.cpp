@@ -1,12 +1,20 @@
-// Fused attention (loom/sdk/ops/fused_attention.hpp), the reference implementation:
-// softmax(scale·q·kᵀ + key mask) with dropout, times v, one query row at a time, never storing the [B, H, T,
-// T] matrix.
+// Fused attention (loom/sdk/ops/fused_attention.hpp) and its windowed form
+// (loom/sdk/ops/windowed_attention.hpp), the reference implementation: softmax(scale·q·kᵀ + key
+// mask) with dropout, times v, one query row at a time, never storing the [B, H, T, T] matrix.
 //
 // It is what the GPU kernels and the unfused encoder path are tested against, so it favours
 // plain loops over speed: every dot product in f32, in key order. Forward rows run in parallel
 // (each row owns its outputs). Backward runs one (batch, head) per task so the key-side
 // gradients dk, dv are summed over query rows in a fixed order: results never depend on the
 // thread count.
+//
+// One code serves both families. Query i visits only the keys of its band [first, last]
+// (loom_backend::key_band; every key without a window): a key outside it scores kMaskedKey, whose
+// exponential is exactly 0 beside any allowed key, so leaving it out of the sums, in key order,
+// changes no bit — and FusedAttention is the band of every key, the same loops. A row whose band
+// holds no allowed key is uniform over all T keys, as FusedAttention's fully masked rows are, and
+// visits them all.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -32,18 +40,33 @@ int64_t row_offset(const loom::Tensor& t, int64_t b, int64_t h, int64_t i) {
   return b * t.strides[0] + h * t.strides[1] + i * t.strides[2];
 }
 
-/// True when every key of batch row b is masked (the row softmax is then uniform, as in the
-/// unfused path where scale·s + kMaskedKey rounds to kMaskedKey for every key).
-std::vector<char> all_keys_masked(const float* mask, int64_t B, int64_t T) {
-  std::vector<char> out(static_cast<size_t>(B), 0);
-  if (mask == nullptr) return out;
-  for (int64_t b = 0; b < B; ++b) {
-    bool all = true;
-    for (int64_t j = 0; j < T && all; ++j) all = mask[b * T + j] <= 0.5f * loom::kMaskedKey;
-    out[static_cast<size_t>(b)] = all ? 1 : 0;
+/// Which keys the key mask allows (all but those ≤ ½·kMaskedKey; all without a mask), as running
+/// counts per batch row, so that a row's band is known to hold an allowed key or not in O(1). A
+/// row whose band holds none is uniform (as in the unfused path, where scale·s + kMaskedKey rounds
+/// to kMaskedKey for every key).
+class AllowedKeys {
+ public:
+  AllowedKeys(const float* mask, int64_t B, int64_t T) : T_(T) {
+    if (mask == nullptr) return;
+    before_.resize(static_cast<size_t>(B * (T + 1)));
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t* counts = before_.data() + b * (T + 1);
+      counts[0] = 0;
+      for (int64_t j = 0; j < T; ++j)
+        counts[j + 1] = counts[j] + (mask[b * T + j] <= 0.5f * loom::kMaskedKey ? 0 : 1);
+    }
   }
-  return out;
-}
+  /// True when batch row b allows no key of `band`.
+  bool none_in(int64_t b, loom_backend::KeyBand band) const {
+    if (before_.empty()) return false;
+    const int64_t* counts = before_.data() + b * (T_ + 1);
+    return counts[band.last + 1] == counts[band.first];
+  }
+
+ private:
+  int64_t T_;
+  std::vector<int64_t> before_;  // [B, T + 1]: allowed keys of batch row b before key j
+};
 
 /// The dropout factor of probability (b, h, i, j): 0 when dropped, 1/(1 − p) when kept, 1 for p = 0.
 struct DropoutMask {
@@ -57,14 +80,14 @@ struct DropoutMask {
         offset(offset_),
         threshold(loom::dropout_threshold(p_)),
         keep_scale(1.0f / (1.0f - p_)) {}
-  /// Factors of row `row` = (b·H + h)·T + i for keys [0, T) into `z`.
-  void row(int64_t row, int64_t T, float* z) const {
+  /// Factors of row `row` = (b·H + h)·T + i for keys `keys` of [0, T) into z[j].
+  void row(int64_t row, int64_t T, loom_backend::KeyBand keys, float* z) const {
     if (p == 0.0f) {
-      for (int64_t j = 0; j < T; ++j) z[j] = 1.0f;
+      for (int64_t j = keys.first; j <= keys.last; ++j) z[j] = 1.0f;
       return;
     }
     const uint64_t first = offset + static_cast<uint64_t>(row * T);
-    for (int64_t j = 0; j < T; ++j)
+    for (int64_t j = keys.first; j <= keys.last; ++j)
       z[j] = loom::philox_word(seed, first + static_cast<uint64_t>(j)) >= threshold ? keep_scale : 0.0f;
   }
 };
@@ -76,43 +99,56 @@ float dot(const S* a, const S* b, int64_t d) {
   return sum;
 }
 
-/// Row scores s[j] = scale·q_i·k_j + mask[j] into `s`.
+/// Row scores s[j] = scale·q_i·k_j + mask[j] for the keys of `band` into `s`.
 template <typename S>
 void row_scores(const S* q_row, const S* k, const loom::Tensor& kt, int64_t b, int64_t h,
-                const float* mask_row, float scale, const Heads& n, float* s) {
-  for (int64_t j = 0; j < n.T; ++j)
+                const float* mask_row, float scale, const Heads& n, loom_backend::KeyBand band, float* s) {
+  for (int64_t j = band.first; j <= band.last; ++j)
     s[j] = scale * dot(q_row, k + row_offset(kt, b, h, j), n.d) + (mask_row != nullptr ? mask_row[j] : 0.0f);
+}
+
+/// The keys row i visits: its band, or every key when the band allows none (a uniform row).
+struct RowKeys {
+  loom_backend::KeyBand band, visited;
+  bool uniform;
+};
+RowKeys row_keys(const AllowedKeys& allowed, int64_t b, int64_t i, int64_t window, int64_t T) {
+  const loom_backend::KeyBand band = loom_backend::key_band(i, window, T);
+  const bool uniform = allowed.none_in(b, band);
+  return {band, uniform ? loom_backend::KeyBand{0, T - 1} : band, uniform};
 }
 
 template <typename S>
 void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask,
-                  float scale, const DropoutMask& dropout, const loom::Tensor& ctx, float* lse,
-                  const Heads& n, int threads) {
+                  float scale, int64_t window, const DropoutMask& dropout, const loom::Tensor& ctx,
+                  float* lse, const Heads& n, int threads) {
   const S* qp = static_cast<const S*>(q.data);
   const S* kp = static_cast<const S*>(k.data);
   const S* vp = static_cast<const S*>(v.data);
   S* cp = static_cast<S*>(ctx.data);
-  const std::vector<char> uniform = all_keys_masked(mask, n.B, n.T);
+  const AllowedKeys allowed(mask, n.B, n.T);
   const int64_t rows = n.B * n.H * n.T;
-#pragma omp parallel num_threads(threads) if (rows * n.T * n.d > kParallelMinElements)
+  const int64_t keys_per_row = window < 0 ? n.T : std::min(n.T, 2 * window + 1);
+#pragma omp parallel num_threads(threads) if (rows * keys_per_row * n.d > kParallelMinElements)
   {
     std::vector<float> s(static_cast<size_t>(n.T)), z(static_cast<size_t>(n.T)),
         out(static_cast<size_t>(n.d));
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t b = r / (n.H * n.T), h = (r / n.T) % n.H, i = r % n.T;
+      const RowKeys keys = row_keys(allowed, b, i, window, n.T);
+      const loom_backend::KeyBand band = keys.band;
       row_scores(qp + row_offset(q, b, h, i), kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale,
-                 n, s.data());
+                 n, band, s.data());
       float max = -INFINITY;
-      for (int64_t j = 0; j < n.T; ++j) max = std::fmax(max, s[j]);
+      for (int64_t j = band.first; j <= band.last; ++j) max = std::fmax(max, s[j]);
       float sum = 0.0f;
-      for (int64_t j = 0; j < n.T; ++j) sum += std::exp(s[j] - max);
+      for (int64_t j = band.first; j <= band.last; ++j) sum += std::exp(s[j] - max);
       lse[r] = max + std::log(sum);
-      dropout.row(r, n.T, z.data());
+      dropout.row(r, n.T, keys.visited, z.data());
       for (int64_t c = 0; c < n.d; ++c) out[static_cast<size_t>(c)] = 0.0f;
-      for (int64_t j = 0; j < n.T; ++j) {
-        const float prob =
-            uniform[static_cast<size_t>(b)] ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - max) / sum;
+      for (int64_t j = keys.visited.first; j <= keys.visited.last; ++j) {
+        const float prob = keys.uniform ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - max) / sum;
         const float weight = prob * z[j];
         if (weight == 0.0f) continue;
         const S* v_row = vp + row_offset(v, b, h, j);
@@ -127,8 +163,9 @@ void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tens
 template <typename S, typename SD>
 void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
                     const loom::Tensor& v, const loom::Tensor& ctx, const float* lse, const float* mask,
-                    float scale, const DropoutMask& dropout, const loom::Tensor& dq, const loom::Tensor& dk,
-                    const loom::Tensor& dv, float* delta, const Heads& n, int threads) {
+                    float scale, int64_t window, const DropoutMask& dropout, const loom::Tensor& dq,
+                    const loom::Tensor& dk, const loom::Tensor& dv, float* delta, const Heads& n,
+                    int threads) {
   const SD* dcp = static_cast<const SD*>(d_ctx.data);
   const S* qp = static_cast<const S*>(q.data);
   const S* kp = static_cast<const S*>(k.data);
@@ -137,9 +174,11 @@ void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom
   float* dqp = static_cast<float*>(dq.data);
   float* dkp = static_cast<float*>(dk.data);
   float* dvp = static_cast<float*>(dv.data);
-  const std::vector<char> uniform = all_keys_masked(mask, n.B, n.T);
+  const AllowedKeys allowed(mask, n.B, n.T);
   const int64_t pairs = n.B * n.H;
-#pragma omp parallel num_threads(threads) if (pairs > 1 && pairs * n.T * n.T * n.d > kParallelMinElements)
+  const int64_t keys_per_row = window < 0 ? n.T : std::min(n.T, 2 * window + 1);
+  const bool parallel = pairs > 1 && pairs * n.T * keys_per_row * n.d > kParallelMinElements;
+#pragma omp parallel num_threads(threads) if (parallel)
   {
     std::vector<float> s(static_cast<size_t>(n.T)), z(static_cast<size_t>(n.T)), ds(static_cast<size_t>(n.T));
 #pragma omp for schedule(static)
@@ -158,11 +197,13 @@ void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom
         float row_delta = 0.0f;
         for (int64_t c = 0; c < n.d; ++c) row_delta += load(dc_row, c) * load(c_row, c);
         delta[r] = row_delta;
-        row_scores(q_row, kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale, n, s.data());
-        dropout.row(r, n.T, z.data());
-        for (int64_t j = 0; j < n.T; ++j) {
-          const float prob =
-              uniform[static_cast<size_t>(b)] ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - lse[r]);
+        const RowKeys keys = row_keys(allowed, b, i, window, n.T);
+        const loom_backend::KeyBand visited = keys.visited;
+        row_scores(q_row, kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale, n, keys.band,
+                   s.data());
+        dropout.row(r, n.T, visited, z.data());
+        for (int64_t j = visited.first; j <= visited.last; ++j) {
+          const float prob = keys.uniform ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - lse[r]);
           const S* v_row = vp + row_offset(v, b, h, j);
           float dprob = 0.0f;
           for (int64_t c = 0; c < n.d; ++c) dprob += load(dc_row, c) * load(v_row, c);
@@ -173,7 +214,7 @@ void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom
         }
         float* dq_row = dqp + row_offset(dq, b, h, i);
         for (int64_t c = 0; c < n.d; ++c) dq_row[c] = 0.0f;
-        for (int64_t j = 0; j < n.T; ++j) {
+        for (int64_t j = visited.first; j <= visited.last; ++j) {
           const float g = scale * ds[static_cast<size_t>(j)];
           const S* k_row = kp + row_offset(k, b, h, j);
           float* dk_row = dkp + row_offset(dk, b, h, j);
@@ -196,18 +237,7 @@ bool CpuBackend::fused_attention(int64_t head_dim, int64_t max_seq) const {
 void CpuBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                                    const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                    uint64_t offset, const loom::Tensor& ctx, const loom::Tensor& lse) {
-  run_op(
-      "attention_forward",
-      [&](const ArgumentChecks& check) {
-        return heads_of(loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse));
-      },
-      {q.dtype},
-      [&](const Heads& n, auto s) {
-        using S = decltype(s);
-        const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
-        const DropoutMask dropout(p, seed, offset);
-        forward_rows<S>(q, k, v, mask, scale, dropout, ctx, lse.data_as<float>(), n, threads_);
-      });
+  banded_attention_forward("attention_forward", q, k, v, key_mask, scale, -1, p, seed, offset, ctx, lse);
 }
 
 void CpuBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
@@ -215,21 +245,72 @@ void CpuBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tenso
                                     const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                     uint64_t offset, const loom::Tensor& dq, const loom::Tensor& dk,
                                     const loom::Tensor& dv, const loom::Tensor& delta) {
+  banded_attention_backward("attention_backward", d_ctx, q, k, v, ctx, lse, key_mask, scale, -1, p, seed,
+                            offset, dq, dk, dv, delta);
+}
+
+void CpuBackend::windowed_attention_forward(const loom::Tensor& q, const loom::Tensor& k,
+                                            const loom::Tensor& v, const loom::Tensor& key_mask, float scale,
+                                            int64_t window, float p, uint64_t seed, uint64_t offset,
+                                            const loom::Tensor& ctx, const loom::Tensor& lse) {
+  banded_attention_forward("windowed_attention_forward", q, k, v, key_mask, scale, window, p, seed, offset,
+                           ctx, lse);
+}
+
+void CpuBackend::windowed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q,
+                                             const loom::Tensor& k, const loom::Tensor& v,
+                                             const loom::Tensor& ctx, const loom::Tensor& lse,
+                                             const loom::Tensor& key_mask, float scale, int64_t window,
+                                             float p, uint64_t seed, uint64_t offset, const loom::Tensor& dq,
+                                             const loom::Tensor& dk, const loom::Tensor& dv,
+                                             const loom::Tensor& delta) {
+  banded_attention_backward("windowed_attention_backward", d_ctx, q, k, v, ctx, lse, key_mask, scale, window,
+                            p, seed, offset, dq, dk, dv, delta);
+}
+
+void CpuBackend::banded_attention_forward(const char* op, const loom::Tensor& q, const loom::Tensor& k,
+                                          const loom::Tensor& v, const loom::Tensor& key_mask, float scale,
+                                          int64_t window, float p, uint64_t seed, uint64_t offset,
+                                          const loom::Tensor& ctx, const loom::Tensor& lse) {
   run_op(
-      "attention_backward",
+      op,
       [&](const ArgumentChecks& check) {
-        return heads_of(loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask, p,
-                                                               dq, dk, dv, delta));
+        return heads_of(
+            loom_backend::check_windowed_attention_forward(check, q, k, v, key_mask, window, p, ctx, lse));
       },
       {q.dtype},
       [&](const Heads& n, auto s) {
         using S = decltype(s);
         const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
         const DropoutMask dropout(p, seed, offset);
+        forward_rows<S>(q, k, v, mask, scale, loom_backend::effective_window(window, n.T), dropout, ctx,
+                        lse.data_as<float>(), n, threads_);
+      });
+}
+
+void CpuBackend::banded_attention_backward(const char* op, const loom::Tensor& d_ctx, const loom::Tensor& q,
+                                           const loom::Tensor& k, const loom::Tensor& v,
+                                           const loom::Tensor& ctx, const loom::Tensor& lse,
+                                           const loom::Tensor& key_mask, float scale, int64_t window, float p,
+                                           uint64_t seed, uint64_t offset, const loom::Tensor& dq,
+                                           const loom::Tensor& dk, const loom::Tensor& dv,
+                                           const loom::Tensor& delta) {
+  run_op(
+      op,
+      [&](const ArgumentChecks& check) {
+        return heads_of(loom_backend::check_windowed_attention_backward(
+            check, d_ctx, q, k, v, ctx, lse, key_mask, window, p, dq, dk, dv, delta));
+      },
+      {q.dtype},
+      [&](const Heads& n, auto s) {
+        using S = decltype(s);
+        const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
+        const DropoutMask dropout(p, seed, offset);
+        const int64_t band = loom_backend::effective_window(window, n.T);
         auto run = [&](auto sd) {
           using SD = decltype(sd);
-          backward_heads<S, SD>(d_ctx, q, k, v, ctx, lse.data_as<float>(), mask, scale, dropout, dq, dk, dv,
-                                delta.data_as<float>(), n, threads_);
+          backward_heads<S, SD>(d_ctx, q, k, v, ctx, lse.data_as<float>(), mask, scale, band, dropout, dq, dk,
+                                dv, delta.data_as<float>(), n, threads_);
         };
         // d_ctx is f32 or q's dtype (the contract): a choice of two, not a dispatch over the three
         // storage types, so no kernel is compiled for a pairing that cannot occur.

@@ -17,12 +17,15 @@
 #include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/geglu.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
 #include "loom/sdk/ops/memory_usage.hpp"
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/ops/optimizer_working_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
+#include "loom/sdk/ops/rotary_embedding.hpp"
+#include "loom/sdk/ops/windowed_attention.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom_backend/argument_checks.hpp"
 #include "loom_backend/op_timing.hpp"
@@ -37,6 +40,9 @@ class OneDnnGemm;
 
 class CpuBackend final : public loom::Backend,
                          public loom::FusedAttention,
+                         public loom::WindowedAttention,
+                         public loom::RotaryEmbedding,
+                         public loom::GatedGelu,
                          public loom::DeviceDescription,
                          public loom::OptimizerSteps,
                          public loom::OptimizerWorkingCopy,
@@ -129,6 +135,27 @@ class CpuBackend final : public loom::Backend,
                           const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
                           const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                           const loom::Tensor& delta) override;
+  // WindowedAttention (named interface; attention.cpp): the same code with the key band
+  // |i − j| ≤ window, so a window that covers every key gives FusedAttention's bits.
+  void windowed_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                                  const loom::Tensor& key_mask, float scale, int64_t window, float p,
+                                  uint64_t seed, uint64_t offset, const loom::Tensor& ctx,
+                                  const loom::Tensor& lse) override;
+  void windowed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                                   const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& lse,
+                                   const loom::Tensor& key_mask, float scale, int64_t window, float p,
+                                   uint64_t seed, uint64_t offset, const loom::Tensor& dq,
+                                   const loom::Tensor& dk, const loom::Tensor& dv,
+                                   const loom::Tensor& delta) override;
+
+  // RotaryEmbedding (named interface; rotary_embedding.cpp): rotary position embeddings on head
+  // views, in place or not.
+  void rotary_apply(const loom::Tensor& x, const loom::Tensor& y, double theta, bool inverse) override;
+
+  // GatedGelu (named interface; gated_gelu.cpp): GeGLU with the GELU forms of bias_gelu_*.
+  void gated_gelu_forward(const loom::Tensor& x, const loom::Tensor& y, loom::Gelu variant) override;
+  void gated_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& dx,
+                           loom::Gelu variant) override;
 
   // ResidualLayerNorm (named interface; residual_layernorm.cpp): bias + dropout + residual +
   // LayerNorm in one pass per row, bit for bit the separate ops.
@@ -208,6 +235,31 @@ class CpuBackend final : public loom::Backend,
   /// widened to f32 in `widened_`, multiplied in f32.
   void gemm_widening(const loom::Tensor& a, bool transpose_a, const loom::Tensor& b, bool transpose_b,
                      const loom::Tensor& c, float alpha, float beta);
+  /// Fused attention over the key band |i − j| ≤ window (window < 0: every key), checked as `op`
+  /// (attention.cpp): attention_* and windowed_attention_* are this code.
+  void banded_attention_forward(const char* op, const loom::Tensor& q, const loom::Tensor& k,
+                                const loom::Tensor& v, const loom::Tensor& key_mask, float scale,
+                                int64_t window, float p, uint64_t seed, uint64_t offset,
+                                const loom::Tensor& ctx, const loom::Tensor& lse);
+  void banded_attention_backward(const char* op, const loom::Tensor& d_ctx, const loom::Tensor& q,
+                                 const loom::Tensor& k, const loom::Tensor& v, const loom::Tensor& ctx,
+                                 const loom::Tensor& lse, const loom::Tensor& key_mask, float scale,
+                                 int64_t window, float p, uint64_t seed, uint64_t offset,
+                                 const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                                 const loom::Tensor& delta);
+  /// cos and sin of rotary_apply's angles for one theta and head dimension (rotary_embedding.cpp),
+  /// [position][pair] interleaved, for positions below `positions`: kept between calls (every
+  /// layer rotates q and k by the same angles; ModernBERT alternates two thetas) and grown to the
+  /// longest sequence seen. At most kRotaryTables, the oldest replaced first.
+  struct RotaryTable {
+    double theta = 0;
+    int64_t head_dim = 0, positions = 0;
+    std::vector<float> cos_sin;
+  };
+  static constexpr size_t kRotaryTables = 4;
+  const RotaryTable& rotary_table(double theta, int64_t head_dim, int64_t positions);
+  std::vector<RotaryTable> rotary_tables_;
+  size_t rotary_next_ = 0;  // the table a new (theta, head dimension) replaces once all are in use
 
   int threads_;
   bool fused_attention_;

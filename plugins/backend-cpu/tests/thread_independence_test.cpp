@@ -73,6 +73,44 @@ TEST(ThreadIndependence, FusedAttentionIsTheSameForEveryThreadCount) {
   EXPECT_EQ(run(3), run(1));
 }
 
+TEST(ThreadIndependence, WindowedAttentionRotaryAndGatedGeluAreTheSameForEveryThreadCount) {
+  // Rotary q and k in place, then windowed attention over them, with padding and dropout; rotary
+  // on heads long and wide enough for its parallel paths (the factor table, the rows); and the
+  // gated GELU of rows of 2·I.
+  const int64_t B = 3, H = 4, T = 33, d = 8, n = B * T * H * d, rows = 300, I = 130;
+  const auto q0 = random_floats(n, 61, -2, 2), k0 = random_floats(n, 62, -2, 2);
+  auto v = random_floats(n, 63), d_ctx = random_floats(n, 64), x = random_floats(rows * 2 * I, 65, -3, 3),
+       dy = random_floats(rows * I, 66);
+  std::vector<float> mask(B * T, 0.0f);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = std::max<int64_t>(1, T - 5 * b); t < T; ++t) mask[b * T + t] = loom::kMaskedKey;
+  const auto heads = [&](std::vector<float>& a) { return view(a, {B, T, H, d}).permute({0, 2, 1, 3}); };
+  const auto run = [&](int threads) {
+    loom_cpu::CpuBackend be(threads);
+    std::vector<float> q = q0, k = k0, ctx(n), dq(n), dk(n), dv(n), lse(B * H * T), delta(B * H * T),
+                       y(rows * I), dx(rows * 2 * I);
+    be.rotary_apply(heads(q), heads(q), 10000.0, false);
+    be.rotary_apply(heads(k), heads(k), 10000.0, false);
+    be.windowed_attention_forward(heads(q), heads(k), heads(v), view(mask, {B, T}), 0.3f, 4, 0.1f, 9, 0,
+                                  heads(ctx), view(lse, {B, H, T}));
+    be.windowed_attention_backward(heads(d_ctx), heads(q), heads(k), heads(v), heads(ctx),
+                                   view(lse, {B, H, T}), view(mask, {B, T}), 0.3f, 4, 0.1f, 9, 0, heads(dq),
+                                   heads(dk), heads(dv), view(delta, {B, H, T}));
+    std::vector<float> long_heads = random_floats(2 * 8 * 160 * 16, 67, -2, 2), rotated(long_heads.size());
+    be.rotary_apply(view(long_heads, {2, 8, 160, 16}), view(rotated, {2, 8, 160, 16}), 500000.0, true);
+    be.gated_gelu_forward(view(x, {rows, 2 * I}), view(y, {rows, I}), loom::Gelu::erf);
+    be.gated_gelu_backward(view(dy, {rows, I}), view(x, {rows, 2 * I}), view(dx, {rows, 2 * I}),
+                           loom::Gelu::tanh);
+    std::vector<float> all;
+    for (const auto* part : {&q, &k, &ctx, &lse, &dq, &dk, &dv, &rotated, &y, &dx})
+      all.insert(all.end(), part->begin(), part->end());
+    return all;
+  };
+  const auto one = run(1);
+  EXPECT_EQ(run(2), one);
+  EXPECT_EQ(run(3), one);
+}
+
 TEST(ThreadIndependence, SumSquaresIsTheSameForEveryThreadCount) {
   const int64_t n = 70001;  // several chunks
   auto x = random_floats(n, 101);

@@ -84,6 +84,29 @@ class ArgumentChecks {
       fail(std::string(name_a) + " " + a.describe() + " and " + name_b + " " + b.describe() +
            " differ in shape");
   }
+  /// `a` and `b` share no byte of the ranges their elements span (from the lowest to the highest
+  /// element, whatever the strides; an empty view spans nothing). Conservative for strided views:
+  /// two interleaved views of one buffer span overlapping ranges even where no element is shared.
+  void disjoint(const char* name_a, const loom::Tensor& a, const char* name_b, const loom::Tensor& b) const {
+    if (a.numel() == 0 || b.numel() == 0) return;
+    const auto span = [](const loom::Tensor& t, uintptr_t& first, uintptr_t& end) {
+      int64_t low = 0, high = 0;
+      for (int k = 0; k < t.ndim; ++k) {
+        const int64_t reach = (t.shape[k] - 1) * t.strides[k];
+        (reach < 0 ? low : high) += reach;
+      }
+      const auto size = static_cast<int64_t>(loom::dtype_size(t.dtype));
+      first = reinterpret_cast<uintptr_t>(t.data) + static_cast<uintptr_t>(low * size);
+      end = reinterpret_cast<uintptr_t>(t.data) + static_cast<uintptr_t>((high + 1) * size);
+    };
+    uintptr_t a_first, a_end, b_first, b_end;
+    span(a, a_first, a_end);
+    span(b, b_first, b_end);
+    if (a_end <= b_first || b_end <= a_first) return;
+    std::string message(name_a);
+    message.append(" ").append(a.describe()).append(" and ").append(name_b).append(" ").append(b.describe());
+    fail(message.append(" overlap"));
+  }
   /// The last extent of `t` (the feature dimension), which must exist.
   int64_t columns(const char* name, const loom::Tensor& t) const {
     if (t.ndim < 1) fail(std::string(name) + " needs at least one dimension");

@@ -1,7 +1,9 @@
-// The argument contract of fused attention (loom/sdk/ops/fused_attention.hpp), checked the same
-// way by every backend before it touches memory.
+// The argument contract of fused attention (loom/sdk/ops/fused_attention.hpp) and of its windowed
+// form (loom/sdk/ops/windowed_attention.hpp), checked the same way by every backend before it
+// touches memory, and the key band of a window, which every backend computes the same way.
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "loom/sdk/tensor.hpp"
@@ -74,6 +76,42 @@ inline AttentionDims check_attention_backward(const ArgumentChecks& check, const
   check.tensor("delta", delta, {loom::DType::f32});
   check.shape("delta", delta, {n.batch, n.heads, n.seq});
   return n;
+}
+
+/// windowed_attention_forward's arguments: attention_forward's; every window is valid (< 0: no band).
+inline AttentionDims check_windowed_attention_forward(const ArgumentChecks& check, const loom::Tensor& q,
+                                                      const loom::Tensor& k, const loom::Tensor& v,
+                                                      const loom::Tensor& key_mask, int64_t /*window*/,
+                                                      float p, const loom::Tensor& ctx,
+                                                      const loom::Tensor& lse) {
+  return check_attention_forward(check, q, k, v, key_mask, p, ctx, lse);
+}
+
+/// windowed_attention_backward's arguments: attention_backward's; every window is valid.
+inline AttentionDims check_windowed_attention_backward(const ArgumentChecks& check, const loom::Tensor& d_ctx,
+                                                       const loom::Tensor& q, const loom::Tensor& k,
+                                                       const loom::Tensor& v, const loom::Tensor& ctx,
+                                                       const loom::Tensor& lse, const loom::Tensor& key_mask,
+                                                       int64_t /*window*/, float p, const loom::Tensor& dq,
+                                                       const loom::Tensor& dk, const loom::Tensor& dv,
+                                                       const loom::Tensor& delta) {
+  return check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask, p, dq, dk, dv, delta);
+}
+
+/// The window a backend computes with: −1 where the band |i − j| ≤ window holds every key of a
+/// sequence of `seq` (window < 0 or ≥ seq − 1), which is FusedAttention's case and takes its path
+/// (the same bits); else `window`.
+inline int64_t effective_window(int64_t window, int64_t seq) {
+  return window < 0 || window >= seq - 1 ? -1 : window;
+}
+
+/// The keys [first, last] query i may attend to under an effective window (−1: all `seq`).
+struct KeyBand {
+  int64_t first, last;
+};
+inline KeyBand key_band(int64_t i, int64_t window, int64_t seq) {
+  if (window < 0) return {0, seq - 1};
+  return {std::max<int64_t>(0, i - window), std::min<int64_t>(seq - 1, i + window)};
 }
 
 }  // namespace loom_backend
