@@ -110,8 +110,9 @@ loom::host::HostBatch SmallBatch::view() const {
 
 BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
                            const SmallBatch& batch, bool fused_attention, bool named_interfaces,
-                           bool flat_parameters, loom_query_interface_fn interfaces)
-    : config_(config), compute_(compute), backend_(cpu_backend(1, fused_attention)) {
+                           bool flat_parameters, loom_query_interface_fn interfaces,
+                           const BlockPlacement& placement)
+    : config_(config), placement_(placement), compute_(compute), backend_(cpu_backend(1, fused_attention)) {
   const auto* entry = registry().find(LOOM_KIND_BLOCK, component);
   if (entry == nullptr) throw std::runtime_error("block/" + component + " not found");
   ComponentConfig options;
@@ -120,7 +121,14 @@ BlockHarness::BlockHarness(const std::string& component, const loom::ModelConfig
   loom_query_interface_fn queried = interfaces;
   if (queried == nullptr && named_interfaces)
     queried = cpu_backend_component(1, fused_attention).interfaces();
-  const loom::BlockSetup setup{&config_, &backend_, compute, 0, nullptr, queried};
+  const loom::BlockSetup setup{&config_,
+                               &backend_,
+                               compute,
+                               placement_.index,
+                               nullptr,
+                               queried,
+                               placement_.config_json.empty() ? nullptr : placement_.config_json.c_str(),
+                               placement_.config_source.empty() ? nullptr : placement_.config_source.c_str()};
   block().setup(setup);
   std::vector<size_t> offsets;  // in the flat buffers
   size_t total = 0;

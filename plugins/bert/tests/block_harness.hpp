@@ -1,5 +1,6 @@
-// BlockHarness: one BERT block driven directly through the Block interface on backend/cpu, with
-// its parameters in separate buffers, for finite-difference and precision tests.
+// BlockHarness: one model block (BERT's; ModernBERT's tests use it too) driven directly through the
+// Block interface on backend/cpu, with its parameters in separate buffers, for finite-difference
+// and precision tests.
 //
 // The objective of a layer or embeddings block is L = Σ output ⊙ R for a fixed random R (so
 // dL/doutput = R); of a head it is its loss. Sums are taken in double on the host.
@@ -20,7 +21,7 @@
 
 namespace loom_bert_test {
 
-/// The plugin registry over the build's plugin directory (backend/cpu and the bert blocks).
+/// The plugin registry over the build's plugin directory (backend/cpu and the model blocks).
 const loom::host::PluginRegistry& registry();
 /// backend/cpu with `threads` threads and its `fused_attention` option (created once per pair).
 loom::Backend& cpu_backend(int threads = 1, bool fused_attention = false);
@@ -44,6 +45,16 @@ struct SmallBatch {
 };
 SmallBatch small_batch(const loom::ModelConfig& config);
 
+/// Where the block sits and which config file it reads: BlockSetup's `index` (its position in the
+/// model's block list, which keys its dropout streams and, for a ModernBERT layer, gives its layer
+/// number index − 1) and `config_json` / `config_source` (SDK 0.4). The default is what BERT's tests
+/// use: index 0 and no config file (config_json nullptr, as from a host before SDK 0.4).
+struct BlockPlacement {
+  int32_t index = 0;
+  std::string config_json;    ///< the whole config.json text; empty: none (nullptr)
+  std::string config_source;  ///< its file name for messages; empty: none (nullptr)
+};
+
 class BlockHarness {
  public:
   /// `fused_attention`: the backend's fused attention op serves the encoder layer.
@@ -54,9 +65,11 @@ class BlockHarness {
   /// a buffer each. `interfaces`, when given, answers the block's questions for named interfaces
   /// instead of the backend's component (a test that offers an interface backend/cpu does not).
   /// `compute` f32, bf16 or f16: the 16-bit dtypes get a working copy cast from the master values.
+  /// `placement`: the block's index and config file (BlockPlacement).
   BlockHarness(const std::string& component, const loom::ModelConfig& config, loom::DType compute,
                const SmallBatch& batch, bool fused_attention = false, bool named_interfaces = true,
-               bool flat_parameters = false, loom_query_interface_fn interfaces = nullptr);
+               bool flat_parameters = false, loom_query_interface_fn interfaces = nullptr,
+               const BlockPlacement& placement = {});
 
   loom::Block& block() const { return *block_.get(); }
   const loom::host::Component<loom::Block>& component() const { return block_; }
@@ -98,6 +111,7 @@ class BlockHarness {
   void sync_compute();
 
   loom::ModelConfig config_;
+  BlockPlacement placement_;  // its strings outlive the block, as BlockSetup asks
   loom::DType compute_;
   loom::Backend& backend_;
   loom::host::Component<loom::Block> block_;
