@@ -14,6 +14,7 @@
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
+#include "gelu_forms.cuh"
 #include "loom_backend/op_contracts.hpp"
 #include "op_preamble.cuh"
 #include "row_quads.cuh"
@@ -22,10 +23,6 @@ namespace loom_cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr float kSqrtHalf = 0.70710678118654752f;     // 1/√2
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;   // 1/√(2π)
-constexpr float kSqrt2OverPi = 0.79788456080286536f;  // √(2/π)
-constexpr float kCubic = 0.044715f;
 
 #define LOOM_GRID_STRIDE(i, n)                                              \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
@@ -52,22 +49,6 @@ __global__ void bias_add_vector_kernel(float4* x, const float4* bias, int64_t n4
     v.w += b.w;
     x[e] = v;
   }
-}
-
-__device__ __forceinline__ float gelu(float v, bool erf_form) {
-  return erf_form ? 0.5f * v * (1.0f + erff(v * kSqrtHalf))
-                  : 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kCubic * v * v * v)));
-}
-
-__device__ __forceinline__ float gelu_derivative(float v, bool erf_form) {
-  if (erf_form) {
-    const float cdf = 0.5f * (1.0f + erff(v * kSqrtHalf));
-    const float pdf = kInvSqrt2Pi * expf(-0.5f * v * v);
-    return cdf + v * pdf;
-  }
-  const float t = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
-  const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
-  return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
 }
 
 /// y = gelu(x + bias); bias may be null. y may alias x (each element read before written).

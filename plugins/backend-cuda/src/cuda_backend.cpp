@@ -165,6 +165,7 @@ CudaBackend::~CudaBackend() {
   op_timer_.reset();
   gemm_.reset();
   allocator_.deallocate(scratch_);
+  for (const RotaryTable& table : rotary_tables_) allocator_.deallocate(table.data);
   if (staging_ != nullptr) (void)cudaFreeHost(staging_);
   (void)cudaFreeHost(error_snapshot_);
   (void)cudaFree(error_record_);

@@ -22,15 +22,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "caching_allocator.hpp"
 #include "device_error_record.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
 #include "loom/sdk/ops/bias_grad_copy.hpp"
-#include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/geglu.hpp"
 #include "loom/sdk/ops/gemm_extent_alignment.hpp"
 #include "loom/sdk/ops/linear_bias.hpp"
 #include "loom/sdk/ops/memory_usage.hpp"
@@ -38,6 +39,8 @@
 #include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/ops/optimizer_working_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
+#include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
+#include "loom/sdk/ops/rotary_embedding.hpp"
 #include "loom/sdk/ops/transfer_counts.hpp"
 #include "loom_backend/argument_checks.hpp"
 #include "loom_backend/gemm_contract.hpp"
@@ -59,6 +62,8 @@ struct ColumnMajorGemm;
 
 class CudaBackend final : public loom::Backend,
                           public loom::FusedAttention,
+                          public loom::RotaryEmbedding,
+                          public loom::GatedGelu,
                           public loom::DeviceDescription,
                           public loom::OptimizerSteps,
                           public loom::OptimizerWorkingCopy,
@@ -150,6 +155,17 @@ class CudaBackend final : public loom::Backend,
                           const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
                           const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                           const loom::Tensor& delta) override;
+
+  // RotaryEmbedding (named interface; rotary_embedding.cu): one kernel over the head rows, the f32
+  // cos/sin factors of each (position, pair) computed on the host as backend/cpu computes them
+  // and kept on the device per (theta, d).
+  void rotary_apply(const loom::Tensor& x, const loom::Tensor& y, double theta, bool inverse) override;
+
+  // GatedGelu (named interface; gated_gelu.cu): GeGLU forward and backward in one element-wise
+  // pass each, with bias + GELU's GELU forms (gelu_forms.cuh).
+  void gated_gelu_forward(const loom::Tensor& x, const loom::Tensor& y, loom::Gelu variant) override;
+  void gated_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& dx,
+                           loom::Gelu variant) override;
 
   // ResidualLayerNorm (named interface; residual_layernorm.cu): bias + dropout + residual +
   // LayerNorm in one row kernel per direction; rows of at most 16384 columns.
@@ -325,6 +341,11 @@ class CudaBackend final : public loom::Backend,
   void gelu_gradient(const char* op, Contract&& contract, const loom::Tensor& dy, const loom::Tensor& x,
                      const loom::Tensor& bias, const loom::Tensor& dx, const loom::Tensor& dx_compute,
                      const loom::Tensor& dbias, loom::Gelu variant);
+  /// The f32 factors of rotary_apply on the device: [rows ≥ seq][cos of the d/2 pairs, then their
+  /// sines], made on the host (loom_backend::rotary_factors) and uploaded through the staging area
+  /// the first time a (theta, d) is asked for, and again when a longer sequence comes
+  /// (rotary_embedding.cu).
+  const float* rotary_factors(double theta, int64_t head_dim, int64_t seq);
   /// cuBLASLt's column-major problem for the row-major c = op(a)·op(b) of validated operands with
   /// row strides lda, ldb, ldc (pointers, batches, alpha and beta left to the caller).
   ColumnMajorGemm column_major(DType ab, bool transpose_a, bool transpose_b, DType c,
@@ -347,6 +368,13 @@ class CudaBackend final : public loom::Backend,
   size_t scratch_bytes_ = 0;
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
+  /// rotary_factors' tables, one per (theta, head dim), in the allocator's memory.
+  struct RotaryTable {
+    double theta;
+    int64_t head_dim, rows;
+    float* data;
+  };
+  std::vector<RotaryTable> rotary_tables_;
   mutable bool staging_pending_ = false;         // an upload through staging may still be queued
   DeviceErrorRecord* error_record_ = nullptr;    // device memory, zeroed at construction
   DeviceErrorRecord* error_snapshot_ = nullptr;  // pinned host copy, read at each wait

@@ -14,6 +14,7 @@
 #include "attention_shape.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
+#include "loom_backend/attention_contract.hpp"
 #include "loom_backend/float_dispatch.hpp"
 #include "loom_backend/op_contracts.hpp"
 
@@ -48,6 +49,10 @@ inline bool nothing_to_launch(const loom_backend::EmbeddingRows& shape) {
 /// Attention over no (batch, head, query) rows.
 inline bool nothing_to_launch(const AttentionShape& shape) {
   return shape.batch * shape.heads * shape.seq == 0;
+}
+/// Head rows of no elements (rotary_apply: no rows, or rows of no pairs).
+inline bool nothing_to_launch(const loom_backend::AttentionDims& n) {
+  return n.batch * n.heads * n.seq * n.head_dim == 0;
 }
 /// Softmax over no rows or rows of no columns (whose key mask the contract did not look at).
 inline bool nothing_to_launch(const loom_backend::SoftmaxRows& shape) {
