@@ -9,9 +9,15 @@
 // Three kernels: delta (one warp per row); dK/dV (a block owns 16 keys and walks every query in
 // tiles of 32, lane i scoring query i against the warp's keys); dQ (a block owns 16 queries and
 // walks every key in tiles of 32). Each output element is summed by one thread in a fixed order.
+//
+// Windowed attention (windowed_attention_backward, shape.window ≥ 0): the dK/dV kernel walks the
+// query tiles its keys' bands meet and those holding a query row whose band is empty, the dQ
+// kernel the key tiles its rows' bands meet, or all of them when one of its rows has an empty band
+// (attention_band.cuh); a pair outside the band scores kMaskedKey.
 #include <cmath>
 #include <type_traits>
 
+#include "attention_band.cuh"
 #include "attention_problem.cuh"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
@@ -52,8 +58,9 @@ __device__ __forceinline__ float recomputed_probability(float s, float lse, floa
 template <typename S, typename G, int kChunks>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_dkdv_kernel(HeadView<const S> q, HeadView<const S> k, HeadView<const S> v,
-                          HeadView<const G> d_ctx, const float* mask, const float* lse, const float* delta,
-                          AttentionShape shape, HeadView<float> dk, HeadView<float> dv) {
+                          HeadView<const G> d_ctx, const float* mask, const uint8_t* empty_bands,
+                          const float* lse, const float* delta, AttentionShape shape, HeadView<float> dk,
+                          HeadView<float> dv) {
   extern __shared__ float shared[];
   const int d = static_cast<int>(shape.head_dim);
   const int64_t T = shape.seq;
@@ -76,7 +83,9 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
     for (int t = 0; t < kChunks; ++t) dk_acc[kk][t] = dv_acc[kk][t] = 0.0f;
 
-  for (int64_t i0 = 0; i0 < T; i0 += kTile) {
+  const band::TileWalk walk = band::key_block_walk(shape, empty_bands, b, j0, kBlockRows, kTile);
+  for (int n = walk.begin(); n < walk.count; n = walk.next(n)) {
+    const int64_t i0 = static_cast<int64_t>(n) * kTile;
     __syncthreads();
     stage_rows(q_tile, d + 1, q, b, h, i0, kTile, T, d);
     stage_rows(g_tile, d + 1, d_ctx, b, h, i0, kTile, T, d);
@@ -100,7 +109,9 @@ __global__ void __launch_bounds__(kWarps * 32)
           dot += q_tile[lane * (d + 1) + c] * k_tile[jl * d + c];
           dp_dropped += g_tile[lane * (d + 1) + c] * v_tile[jl * d + c];
         }
-        const float s = shape.scale * dot + (mask != nullptr ? mask[b * T + j] : 0.0f);
+        const float s = band::in_band(shape.window, i, j)
+                            ? shape.scale * dot + (mask != nullptr ? mask[b * T + j] : 0.0f)
+                            : loom::kMaskedKey;
         const float prob = recomputed_probability(s, lse_tile[lane], inv_seq);
         const bool keep = !shape.dropout || attention_keeps(shape, bh, i, j);
         p_dropped = keep ? prob * shape.inv_keep : 0.0f;
@@ -142,8 +153,8 @@ __global__ void __launch_bounds__(kWarps * 32)
 template <typename S, typename G, int kChunks>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_dq_kernel(HeadView<const S> q, HeadView<const S> k, HeadView<const S> v,
-                        HeadView<const G> d_ctx, const float* mask, const float* lse, const float* delta,
-                        AttentionShape shape, HeadView<float> dq) {
+                        HeadView<const G> d_ctx, const float* mask, const uint8_t* empty_bands,
+                        const float* lse, const float* delta, AttentionShape shape, HeadView<float> dq) {
   extern __shared__ float shared[];
   const int d = static_cast<int>(shape.head_dim);
   const int64_t T = shape.seq;
@@ -168,7 +179,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int t = 0; t < kChunks; ++t) dq_acc[rr][t] = 0.0f;
   }
 
-  for (int64_t j0 = 0; j0 < T; j0 += kTile) {
+  const band::TileWalk walk = band::query_block_walk(shape, empty_bands, b, q0, kBlockRows, kTile);
+  for (int n = walk.begin(); n < walk.count; n = walk.next(n)) {
+    const int64_t j0 = static_cast<int64_t>(n) * kTile;
     __syncthreads();
     stage_rows(k_tile, d + 1, k, b, h, j0, kTile, T, d);
     stage_rows(v_tile, d + 1, v, b, h, j0, kTile, T, d);
@@ -188,7 +201,7 @@ __global__ void __launch_bounds__(kWarps * 32)
           dot += q_tile[r * d + c] * k_tile[lane * (d + 1) + c];
           dp_dropped += g_tile[r * d + c] * v_tile[lane * (d + 1) + c];
         }
-        const float s = shape.scale * dot + key_bias;
+        const float s = band::in_band(shape.window, i, j) ? shape.scale * dot + key_bias : loom::kMaskedKey;
         const float prob = recomputed_probability(s, row_lse[rr], inv_seq);
         const bool keep = !shape.dropout || attention_keeps(shape, bh, i, j);
         const float dp = keep ? dp_dropped * shape.inv_keep : 0.0f;
@@ -230,12 +243,14 @@ void allow_shared(Kernel kernel, size_t bytes) {
 template <typename S, typename G, int kChunks>
 void launch_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
                      const loom::Tensor& v, const loom::Tensor& ctx, const float* lse, const float* mask,
-                     const AttentionShape& shape, const loom::Tensor& dq, const loom::Tensor& dk,
-                     const loom::Tensor& dv, float* delta, bool tensor_cores, cudaStream_t stream) {
+                     const uint8_t* empty_bands, const AttentionShape& shape, const loom::Tensor& dq,
+                     const loom::Tensor& dk, const loom::Tensor& dv, float* delta, bool tensor_cores,
+                     cudaStream_t stream) {
   const int d = static_cast<int>(shape.head_dim);
   if constexpr (!std::is_same_v<S, float>) {  // the Tensor-Core kernels take 16-bit views only
     if (tensor_cores && flash_attention_serves(shape, q, k, v, ctx, d_ctx)) {  // δ included
-      flash_attention_backward<S, G>(d_ctx, q, k, v, ctx, lse, delta, mask, shape, dq, dk, dv, stream);
+      flash_attention_backward<S, G>(d_ctx, q, k, v, ctx, lse, delta, mask, empty_bands, shape, dq, dk, dv,
+                                     stream);
       return;
     }
   }
@@ -251,13 +266,13 @@ void launch_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loo
   allow_shared(attention_dkdv_kernel<S, G, kChunks>, dkdv_bytes);
   attention_dkdv_kernel<S, G, kChunks><<<grid, kWarps * 32, dkdv_bytes, stream>>>(
       head_view<const S>(q), head_view<const S>(k), head_view<const S>(v), head_view<const G>(d_ctx), mask,
-      lse, delta, shape, head_view<float>(dk), head_view<float>(dv));
+      empty_bands, lse, delta, shape, head_view<float>(dk), head_view<float>(dv));
 
   const size_t dq_bytes = sizeof(float) * static_cast<size_t>(2 * kBlockRows * d + 2 * kTile * (d + 1));
   allow_shared(attention_dq_kernel<S, G, kChunks>, dq_bytes);
   attention_dq_kernel<S, G, kChunks><<<grid, kWarps * 32, dq_bytes, stream>>>(
       head_view<const S>(q), head_view<const S>(k), head_view<const S>(v), head_view<const G>(d_ctx), mask,
-      lse, delta, shape, head_view<float>(dq));
+      empty_bands, lse, delta, shape, head_view<float>(dq));
 }
 
 }  // namespace
@@ -267,28 +282,53 @@ void CudaBackend::attention_backward(const loom::Tensor& d_ctx, const loom::Tens
                                      const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                      uint64_t offset, const loom::Tensor& dq, const loom::Tensor& dk,
                                      const loom::Tensor& dv, const loom::Tensor& delta) {
+  enqueue_attention_backward("attention_backward", d_ctx, q, k, v, ctx, lse, key_mask, scale, false, -1, p,
+                             seed, offset, dq, dk, dv, delta);
+}
+
+void CudaBackend::windowed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q,
+                                              const loom::Tensor& k, const loom::Tensor& v,
+                                              const loom::Tensor& ctx, const loom::Tensor& lse,
+                                              const loom::Tensor& key_mask, float scale, int64_t window,
+                                              float p, uint64_t seed, uint64_t offset, const loom::Tensor& dq,
+                                              const loom::Tensor& dk, const loom::Tensor& dv,
+                                              const loom::Tensor& delta) {
+  enqueue_attention_backward("windowed_attention_backward", d_ctx, q, k, v, ctx, lse, key_mask, scale, true,
+                             window, p, seed, offset, dq, dk, dv, delta);
+}
+
+void CudaBackend::enqueue_attention_backward(const char* op, const loom::Tensor& d_ctx, const loom::Tensor& q,
+                                             const loom::Tensor& k, const loom::Tensor& v,
+                                             const loom::Tensor& ctx, const loom::Tensor& lse,
+                                             const loom::Tensor& key_mask, float scale, bool windowed,
+                                             int64_t window, float p, uint64_t seed, uint64_t offset,
+                                             const loom::Tensor& dq, const loom::Tensor& dk,
+                                             const loom::Tensor& dv, const loom::Tensor& delta) {
   run_op(
-      "attention_backward",
+      op,
       [&](const ArgumentChecks& check) {
-        return attention_shape(check,
-                               loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse,
-                                                                      key_mask, p, dq, dk, dv, delta),
-                               scale, p, seed, offset);
+        const loom_backend::AttentionDims n =
+            windowed ? loom_backend::check_windowed_attention_backward(check, d_ctx, q, k, v, ctx, lse,
+                                                                       key_mask, window, p, dq, dk, dv, delta)
+                     : loom_backend::check_attention_backward(check, d_ctx, q, k, v, ctx, lse, key_mask, p,
+                                                              dq, dk, dv, delta);
+        return attention_shape(check, n, scale, windowed ? window : -1, p, seed, offset);
       },
       {q.dtype},
       [&](const AttentionShape& shape, auto tag) {
         using S = decltype(tag);
         const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
+        const uint8_t* empty_bands = empty_band_flags(mask, shape);
         const auto* lse_data = static_cast<const float*>(lse.data);
         auto* delta_data = static_cast<float*>(delta.data);
         const auto run = [&](auto g_tag) {
           using G = decltype(g_tag);
           if (shape.head_dim <= 64)
-            launch_backward<S, G, 2>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data,
-                                     tensor_core_attention_, stream_);
+            launch_backward<S, G, 2>(d_ctx, q, k, v, ctx, lse_data, mask, empty_bands, shape, dq, dk, dv,
+                                     delta_data, tensor_core_attention_, stream_);
           else
-            launch_backward<S, G, 4>(d_ctx, q, k, v, ctx, lse_data, mask, shape, dq, dk, dv, delta_data,
-                                     tensor_core_attention_, stream_);
+            launch_backward<S, G, 4>(d_ctx, q, k, v, ctx, lse_data, mask, empty_bands, shape, dq, dk, dv,
+                                     delta_data, tensor_core_attention_, stream_);
         };
         // d_ctx is f32 or q's dtype (the contract): a choice of two, not a dispatch over the three
         // storage types, so no kernel is compiled for a pairing that cannot occur.

@@ -8,9 +8,14 @@
 // warp updates the running max m, the running Σexp l and rescales its accumulator (online
 // softmax), then adds the tile's dropped-out probabilities times V, lane c owning output columns
 // c, c + 32, ... All math is f32 whatever the storage; ctx is rounded once.
+//
+// Windowed attention (windowed_attention_forward, shape.window ≥ 0): a block walks only the key
+// tiles its rows' bands meet, or all of them when one of its rows has an empty band
+// (attention_band.cuh); a key outside a row's band scores kMaskedKey.
 #include <cmath>
 #include <type_traits>
 
+#include "attention_band.cuh"
 #include "attention_problem.cuh"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
@@ -30,7 +35,7 @@ constexpr int kKeyTile = 32;                       // one key per lane
 template <typename S, int kChunks>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_forward_kernel(HeadView<const S> q, HeadView<const S> k, HeadView<const S> v, const float* mask,
-                             AttentionShape shape, HeadView<S> ctx, float* lse) {
+                             const uint8_t* empty_bands, AttentionShape shape, HeadView<S> ctx, float* lse) {
   extern __shared__ float shared[];
   const int d = static_cast<int>(shape.head_dim);
   const int64_t T = shape.seq;
@@ -51,7 +56,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int t = 0; t < kChunks; ++t) o[rr][t] = 0.0f;
   }
 
-  for (int64_t j0 = 0; j0 < T; j0 += kKeyTile) {
+  const band::TileWalk walk = band::query_block_walk(shape, empty_bands, b, q0, kBlockRows, kKeyTile);
+  for (int n = walk.begin(); n < walk.count; n = walk.next(n)) {
+    const int64_t j0 = static_cast<int64_t>(n) * kKeyTile;
     __syncthreads();  // the previous tile is no longer read (and q_tile is complete)
     stage_rows(k_tile, d + 1, k, b, h, j0, kKeyTile, T, d);
     stage_rows(v_tile, d, v, b, h, j0, kKeyTile, T, d);
@@ -65,12 +72,15 @@ __global__ void __launch_bounds__(kWarps * 32)
       const int64_t i = q0 + r;
       if (i >= T) continue;  // the same for the whole warp
       float s = -INFINITY;
-      if (valid) {
+      if (valid && !band::in_band(shape.window, i, j)) {
+        s = loom::kMaskedKey;
+      } else if (valid) {
         float dot = 0.0f;
         for (int c = 0; c < d; ++c) dot += q_tile[r * d + c] * k_tile[lane * (d + 1) + c];
         s = shape.scale * dot + key_bias;
       }
-      // Key j0 is always valid, so the tile maximum and m_new are finite.
+      // Key j0 is always valid (scored, or kMaskedKey outside the band), so the tile maximum and
+      // m_new are finite.
       const float m_new = fmaxf(m[rr], warp_max(s));
       const float p = valid ? expf(s - m_new) : 0.0f;
       const float correction = expf(m[rr] - m_new);  // 0 on the first tile (m = −∞)
@@ -108,15 +118,16 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 template <typename S, int kChunks>
 void launch_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask,
-                    const AttentionShape& shape, const loom::Tensor& ctx, float* lse, cudaStream_t stream) {
+                    const uint8_t* empty_bands, const AttentionShape& shape, const loom::Tensor& ctx,
+                    float* lse, cudaStream_t stream) {
   const int d = static_cast<int>(shape.head_dim);
   const size_t shared_bytes =
       sizeof(float) * static_cast<size_t>(kBlockRows * d + kKeyTile * (d + 1) + kKeyTile * d);
   const dim3 grid(static_cast<unsigned>((shape.seq + kBlockRows - 1) / kBlockRows),
                   static_cast<unsigned>(shape.batch * shape.heads));
   attention_forward_kernel<S, kChunks><<<grid, kWarps * 32, shared_bytes, stream>>>(
-      head_view<const S>(q), head_view<const S>(k), head_view<const S>(v), mask, shape, head_view<S>(ctx),
-      lse);
+      head_view<const S>(q), head_view<const S>(k), head_view<const S>(v), mask, empty_bands, shape,
+      head_view<S>(ctx), lse);
 }
 
 }  // namespace
@@ -124,27 +135,49 @@ void launch_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Te
 void CudaBackend::attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                                     const loom::Tensor& key_mask, float scale, float p, uint64_t seed,
                                     uint64_t offset, const loom::Tensor& ctx, const loom::Tensor& lse) {
+  enqueue_attention_forward("attention_forward", q, k, v, key_mask, scale, false, -1, p, seed, offset, ctx,
+                            lse);
+}
+
+void CudaBackend::windowed_attention_forward(const loom::Tensor& q, const loom::Tensor& k,
+                                             const loom::Tensor& v, const loom::Tensor& key_mask, float scale,
+                                             int64_t window, float p, uint64_t seed, uint64_t offset,
+                                             const loom::Tensor& ctx, const loom::Tensor& lse) {
+  enqueue_attention_forward("windowed_attention_forward", q, k, v, key_mask, scale, true, window, p, seed,
+                            offset, ctx, lse);
+}
+
+void CudaBackend::enqueue_attention_forward(const char* op, const loom::Tensor& q, const loom::Tensor& k,
+                                            const loom::Tensor& v, const loom::Tensor& key_mask, float scale,
+                                            bool windowed, int64_t window, float p, uint64_t seed,
+                                            uint64_t offset, const loom::Tensor& ctx,
+                                            const loom::Tensor& lse) {
   run_op(
-      "attention_forward",
+      op,
       [&](const ArgumentChecks& check) {
-        return attention_shape(check,
-                               loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse),
-                               scale, p, seed, offset);
+        const loom_backend::AttentionDims n =
+            windowed ? loom_backend::check_windowed_attention_forward(check, q, k, v, key_mask, window, p,
+                                                                      ctx, lse)
+                     : loom_backend::check_attention_forward(check, q, k, v, key_mask, p, ctx, lse);
+        return attention_shape(check, n, scale, windowed ? window : -1, p, seed, offset);
       },
       {q.dtype},
       [&](const AttentionShape& shape, auto tag) {
         using S = decltype(tag);
         const float* mask = key_mask.defined() ? static_cast<const float*>(key_mask.data) : nullptr;
+        const uint8_t* empty_bands = empty_band_flags(mask, shape);
         if constexpr (!std::is_same_v<S, float>) {  // the Tensor-Core kernels take 16-bit views only
           if (tensor_core_attention_ && flash_attention_serves(shape, q, k, v, ctx)) {
-            flash_attention_forward<S>(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
+            flash_attention_forward<S>(q, k, v, mask, empty_bands, shape, ctx, static_cast<float*>(lse.data),
+                                       stream_);
             return;
           }
         }
+        auto* lse_data = static_cast<float*>(lse.data);
         if (shape.head_dim <= 64)
-          launch_forward<S, 2>(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
+          launch_forward<S, 2>(q, k, v, mask, empty_bands, shape, ctx, lse_data, stream_);
         else
-          launch_forward<S, 4>(q, k, v, mask, shape, ctx, static_cast<float*>(lse.data), stream_);
+          launch_forward<S, 4>(q, k, v, mask, empty_bands, shape, ctx, lse_data, stream_);
       });
 }
 

@@ -62,13 +62,25 @@ __device__ __forceinline__ bool all_keys_masked(float lse) {
 
 /// The shape of a validated call (loom_backend/attention_contract.hpp) plus this backend's kernel
 /// limits: head dim ≤ 128 (registers hold a row as up to four 32-lane chunks), B·H ≤ 65535 (grid y).
-inline AttentionShape attention_shape(const ArgumentChecks& check, const loom_backend::AttentionDims& n, float scale,
-                                      float p, uint64_t seed, uint64_t offset) {
+/// `window`: the band of windowed attention, < 0 for none (FusedAttention); one that reaches every
+/// key is none as well (loom_backend::effective_window), so such a call runs FusedAttention's
+/// kernels and gives its bits.
+inline AttentionShape attention_shape(const ArgumentChecks& check, const loom_backend::AttentionDims& n,
+                                      float scale, int64_t window, float p, uint64_t seed, uint64_t offset) {
   check.require(n.head_dim >= 1 && n.head_dim <= kAttentionMaxHeadDim,
                 "head dim " + std::to_string(n.head_dim) + " is outside [1, 128]");
   check.require(n.batch * n.heads <= 65535, "at most 65535 batch·heads");
-  return AttentionShape{n.batch, n.heads, n.seq, n.head_dim, scale, p > 0.0f, loom::dropout_threshold(p),
-                        1.0f / (1.0f - p), seed, offset};
+  return AttentionShape{n.batch,
+                        n.heads,
+                        n.seq,
+                        n.head_dim,
+                        scale,
+                        p > 0.0f,
+                        loom::dropout_threshold(p),
+                        1.0f / (1.0f - p),
+                        seed,
+                        offset,
+                        loom_backend::effective_window(window, n.seq)};
 }
 
 }  // namespace loom_cuda

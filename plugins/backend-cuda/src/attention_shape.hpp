@@ -14,6 +14,7 @@ struct AttentionShape {
   uint32_t threshold;  // dropout_threshold(p): an element is dropped when its Philox word is below
   float inv_keep;      // 1 / (1 − p)
   uint64_t seed, offset;
+  int64_t window = -1;  // the band |i − j| ≤ window of windowed attention (attention_band.cuh); < 0: none
 };
 
 }  // namespace loom_cuda

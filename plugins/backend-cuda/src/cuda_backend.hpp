@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_shape.hpp"
 #include "caching_allocator.hpp"
 #include "device_error_record.hpp"
 #include "loom/sdk/backend.hpp"
@@ -42,6 +43,7 @@
 #include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/rotary_embedding.hpp"
 #include "loom/sdk/ops/transfer_counts.hpp"
+#include "loom/sdk/ops/windowed_attention.hpp"
 #include "loom_backend/argument_checks.hpp"
 #include "loom_backend/gemm_contract.hpp"
 #include "loom_backend/op_contracts.hpp"
@@ -62,6 +64,7 @@ struct ColumnMajorGemm;
 
 class CudaBackend final : public loom::Backend,
                           public loom::FusedAttention,
+                          public loom::WindowedAttention,
                           public loom::RotaryEmbedding,
                           public loom::GatedGelu,
                           public loom::DeviceDescription,
@@ -155,6 +158,20 @@ class CudaBackend final : public loom::Backend,
                           const loom::Tensor& key_mask, float scale, float p, uint64_t seed, uint64_t offset,
                           const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                           const loom::Tensor& delta) override;
+
+  // WindowedAttention (named interface; attention_forward.cu, attention_backward.cu): the fused
+  // attention kernels of both paths with the band |i − j| ≤ window, walking only the tiles the
+  // band meets (attention_band.cuh); a window reaching every key runs FusedAttention's kernels.
+  void windowed_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                                  const loom::Tensor& key_mask, float scale, int64_t window, float p,
+                                  uint64_t seed, uint64_t offset, const loom::Tensor& ctx,
+                                  const loom::Tensor& lse) override;
+  void windowed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                                   const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& lse,
+                                   const loom::Tensor& key_mask, float scale, int64_t window, float p,
+                                   uint64_t seed, uint64_t offset, const loom::Tensor& dq,
+                                   const loom::Tensor& dk, const loom::Tensor& dv,
+                                   const loom::Tensor& delta) override;
 
   // RotaryEmbedding (named interface; rotary_embedding.cu): one kernel over the head rows, the f32
   // cos/sin factors of each (position, pair) computed on the host as backend/cpu computes them
@@ -341,6 +358,22 @@ class CudaBackend final : public loom::Backend,
   void gelu_gradient(const char* op, Contract&& contract, const loom::Tensor& dy, const loom::Tensor& x,
                      const loom::Tensor& bias, const loom::Tensor& dx, const loom::Tensor& dx_compute,
                      const loom::Tensor& dbias, loom::Gelu variant);
+  /// attention_forward (`windowed` false: FusedAttention's contract, no band) and
+  /// windowed_attention_forward (its contract, the band of `window`) as `op` (attention_forward.cu).
+  void enqueue_attention_forward(const char* op, const loom::Tensor& q, const loom::Tensor& k,
+                                 const loom::Tensor& v, const loom::Tensor& key_mask, float scale,
+                                 bool windowed, int64_t window, float p, uint64_t seed, uint64_t offset,
+                                 const loom::Tensor& ctx, const loom::Tensor& lse);
+  /// attention_backward and windowed_attention_backward as `op`, likewise (attention_backward.cu).
+  void enqueue_attention_backward(const char* op, const loom::Tensor& d_ctx, const loom::Tensor& q,
+                                  const loom::Tensor& k, const loom::Tensor& v, const loom::Tensor& ctx,
+                                  const loom::Tensor& lse, const loom::Tensor& key_mask, float scale,
+                                  bool windowed, int64_t window, float p, uint64_t seed, uint64_t offset,
+                                  const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                                  const loom::Tensor& delta);
+  /// The empty-band flags of a windowed call (attention_band.cuh), made on the stream in the
+  /// scratch area; null when the call has no band or no key mask (attention_band.cu).
+  const uint8_t* empty_band_flags(const float* mask, const AttentionShape& shape);
   /// The f32 factors of rotary_apply on the device: [rows ≥ seq][cos of the d/2 pairs, then their
   /// sines], made on the host (loom_backend::rotary_factors) and uploaded through the staging area
   /// the first time a (theta, d) is asked for, and again when a longer sequence comes

@@ -75,12 +75,12 @@ bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, 
 
 template <typename S>
 void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
-                             const float* mask, const AttentionShape& shape, const loom::Tensor& ctx,
-                             float* lse, cudaStream_t stream) {
+                             const float* mask, const uint8_t* empty_bands, const AttentionShape& shape,
+                             const loom::Tensor& ctx, float* lse, cudaStream_t stream) {
   with_head_dim(shape.head_dim, [&](auto head_dim) {
     constexpr int kD = decltype(head_dim)::value;
     const flash::ForwardArgs<S> args{
-        rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, mask, shape};
+        rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, mask, empty_bands, shape};
     launch<flash::Forward<S, kD>>(args, shape, stream, "attention_forward: cudaFuncSetAttribute");
   });
 }
@@ -88,8 +88,9 @@ void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const
 template <typename S, typename G>
 void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
                               const loom::Tensor& v, const loom::Tensor& ctx, const float* lse, float* delta,
-                              const float* mask, const AttentionShape& shape, const loom::Tensor& dq,
-                              const loom::Tensor& dk, const loom::Tensor& dv, cudaStream_t stream) {
+                              const float* mask, const uint8_t* empty_bands, const AttentionShape& shape,
+                              const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                              cudaStream_t stream) {
   with_head_dim(shape.head_dim, [&](auto head_dim) {
     constexpr int kD = decltype(head_dim)::value;
     const flash::DeltaArgs<S, G> deltas{rows<const G>(d_ctx), rows<const S>(ctx), delta, shape};
@@ -101,6 +102,7 @@ void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, 
                                          lse,
                                          delta,
                                          mask,
+                                         empty_bands,
                                          rows<float>(dq),
                                          rows<float>(dk),
                                          rows<float>(dv),
@@ -112,18 +114,18 @@ void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, 
 
 // The storages flash_attention_serves admits, as the attention ops' dtype dispatch reaches them
 // (attention_forward.cu, attention_backward.cu): q in bf16 or f16, d_ctx in f32 or q's dtype.
-#define LOOM_FLASH_ATTENTION(S)                                                                              \
-  template void flash_attention_forward<S>(const loom::Tensor&, const loom::Tensor&, const loom::Tensor&,    \
-                                           const float*, const AttentionShape&, const loom::Tensor&, float*, \
-                                           cudaStream_t);                                                    \
-  template void flash_attention_backward<S, float>(                                                          \
-      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, \
-      const float*, float*, const float*, const AttentionShape&, const loom::Tensor&, const loom::Tensor&,   \
-      const loom::Tensor&, cudaStream_t);                                                                    \
-  template void flash_attention_backward<S, S>(                                                              \
-      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, \
-      const float*, float*, const float*, const AttentionShape&, const loom::Tensor&, const loom::Tensor&,   \
-      const loom::Tensor&, cudaStream_t);
+#define LOOM_FLASH_ATTENTION(S)                                                                           \
+  template void flash_attention_forward<S>(const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, \
+                                           const float*, const uint8_t*, const AttentionShape&,           \
+                                           const loom::Tensor&, float*, cudaStream_t);                    \
+  template void flash_attention_backward<S, float>(                                                       \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&,                 \
+      const loom::Tensor&, const float*, float*, const float*, const uint8_t*, const AttentionShape&,     \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, cudaStream_t);                       \
+  template void flash_attention_backward<S, S>(                                                           \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&,                 \
+      const loom::Tensor&, const float*, float*, const float*, const uint8_t*, const AttentionShape&,     \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, cudaStream_t);
 LOOM_FLASH_ATTENTION(loom::BFloat16)
 LOOM_FLASH_ATTENTION(loom::Half)
 #undef LOOM_FLASH_ATTENTION

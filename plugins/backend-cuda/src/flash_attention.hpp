@@ -6,6 +6,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "attention_shape.hpp"
 #include "loom/sdk/tensor.hpp"
 
@@ -18,17 +20,20 @@ bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, 
 
 /// ctx and lse of the forward (the call validated, flash_attention_serves true), with S the storage
 /// of q, k, v and ctx (loom::BFloat16 or loom::Half; flash_attention.cu instantiates both).
+/// empty_bands: the flags of rows with an empty band when shape.window ≥ 0 (attention_band.cuh),
+/// or null.
 template <typename S>
 void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
-                             const float* mask, const AttentionShape& shape, const loom::Tensor& ctx,
-                             float* lse, cudaStream_t stream);
+                             const float* mask, const uint8_t* empty_bands, const AttentionShape& shape,
+                             const loom::Tensor& ctx, float* lse, cudaStream_t stream);
 
 /// delta = Σ d_ctx·ctx per row ([B, H, T]), then dq, dk, dv of the backward; S as above, G the
-/// storage of d_ctx (float or S).
+/// storage of d_ctx (float or S); empty_bands as above.
 template <typename S, typename G>
 void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
                               const loom::Tensor& v, const loom::Tensor& ctx, const float* lse, float* delta,
-                              const float* mask, const AttentionShape& shape, const loom::Tensor& dq,
-                              const loom::Tensor& dk, const loom::Tensor& dv, cudaStream_t stream);
+                              const float* mask, const uint8_t* empty_bands, const AttentionShape& shape,
+                              const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                              cudaStream_t stream);
 
 }  // namespace loom_cuda

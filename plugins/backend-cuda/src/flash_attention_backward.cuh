@@ -15,8 +15,14 @@
 //              dP̃ = dO·Vᵀ, dS, and dQ += dS·K.
 // P̃ and dS are rounded to the storage type for their mma (as in FlashAttention), and so is dO
 // when it comes in f32; everything else is f32. Bounds in the tests.
+//
+// Windowed attention (shape.window ≥ 0, attention_band.cuh): KeyGrads walks the query tiles its
+// keys' bands meet and those holding a query row whose band is empty (uniform over all T keys, so
+// it reaches every key); QueryGrads the key tiles its rows' bands meet, or all of them when one
+// of its rows has an empty band. A pair outside the band scores kMaskedKey.
 #pragma once
 
+#include "attention_band.cuh"
 #include "flash_tiles.cuh"
 
 namespace loom_cuda::flash {
@@ -26,9 +32,10 @@ template <typename S, typename G>
 struct BackwardArgs {
   HeadRows<const S> q, k, v;
   HeadRows<const G> d_ctx;
-  const float* lse;    // [B, H, T], the forward's
-  const float* delta;  // [B, H, T], Σ_c d_ctx·ctx
-  const float* mask;   // [B, T] additive, or null
+  const float* lse;            // [B, H, T], the forward's
+  const float* delta;          // [B, H, T], Σ_c d_ctx·ctx
+  const float* mask;           // [B, T] additive, or null
+  const uint8_t* empty_bands;  // [B, ⌈T/16⌉] (attention_band.cuh), or null: no row's band is empty
   HeadRows<float> dq, dk, dv;
   AttentionShape shape;
 };
@@ -79,11 +86,12 @@ struct KeyGrads {
     const int64_t T = shape.seq, b = bh / shape.heads, h = bh % shape.heads;
     const int64_t j0 = static_cast<int64_t>(block_x) * kKeys;
     const int lane_index = thread & 31, warp = thread >> 5;
-    const int query_tiles = static_cast<int>((T + kQueries - 1) / kQueries);
+    const band::TileWalk walk = band::key_block_walk(shape, a.empty_bands, b, j0, kKeys, kQueries);
+    int n = walk.begin();  // a tile always: the band of key j0 holds query j0
 
     stage_tile<S, kD, kKeys, kThreads>(k_tile, a.k, b, h, j0, T, thread);
     stage_tile<S, kD, kKeys, kThreads>(v_tile, a.v, b, h, j0, T, thread);
-    stage_queries(a, shared, 0, b, h, bh, 0, thread);
+    stage_queries(a, shared, 0, b, h, bh, static_cast<int64_t>(n) * kQueries, thread);
     lane::cp_async_commit();
 
     float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
@@ -95,10 +103,10 @@ struct KeyGrads {
       key_bias[rr] = a.mask != nullptr && key[rr] < T ? a.mask[b * T + key[rr]] : 0.0f;
     }
 
-    for (int n = 0; n < query_tiles; ++n) {
-      const int buffer = n & 1;
-      next_tile(n, query_tiles, [&] {
-        stage_queries(a, shared, buffer ^ 1, b, h, bh, static_cast<int64_t>(n + 1) * kQueries, thread);
+    for (int step = 0; n < walk.count; ++step) {
+      const int buffer = step & 1, next_n = walk.next(n);
+      next_tile(next_n < walk.count, [&] {
+        stage_queries(a, shared, buffer ^ 1, b, h, bh, static_cast<int64_t>(next_n) * kQueries, thread);
       });
       const S* q_tile = k_tile + (2 * kKeys + buffer * kQueries) * kD;
       const S* g_tile = k_tile + (2 * kKeys + (2 + buffer) * kQueries) * kD;
@@ -111,6 +119,9 @@ struct KeyGrads {
       add_product_transposed<S, kD, kQueries>(st, k_tile, 16 * warp, q_tile, lane_index);
       add_product_transposed<S, kD, kQueries>(dpt, v_tile, 16 * warp, g_tile, lane_index);
       const int64_t i0 = static_cast<int64_t>(n) * kQueries;
+      // False for FusedAttention (window < 0) and for a tile inside the band of all the warp's keys.
+      const bool partial =
+          !band::tile_in_band(shape.window, i0, i0 + kQueries - 1, j0 + 16 * warp, j0 + 16 * warp + 15);
       LOOM_UNROLL
       for (int nt = 0; nt < kQueries / 8; ++nt) {
         LOOM_UNROLL
@@ -127,9 +138,11 @@ struct KeyGrads {
               st[nt][r] = dpt[nt][r] = 0.0f;
               continue;
             }
+            const float score = partial && !band::in_band(shape.window, i, key[rr])
+                                    ? loom::kMaskedKey
+                                    : st[nt][r] * shape.scale + key_bias[rr];
             const ProbabilityGradient pg =
-                probability_gradient(shape, st[nt][r] * shape.scale + key_bias[rr], lse_tile[c],
-                                     delta_tile[c], dpt[nt][r], kept[rr]);
+                probability_gradient(shape, score, lse_tile[c], delta_tile[c], dpt[nt][r], kept[rr]);
             st[nt][r] = pg.dropped;
             dpt[nt][r] = pg.score_gradient;
           }
@@ -139,6 +152,7 @@ struct KeyGrads {
       // dV += P̃ᵀ·dO, dK += dSᵀ·Q (the queries are the reduction dimension).
       add_product<S, kD, kQueries>(dv, st, g_tile, lane_index);
       add_product<S, kD, kQueries>(dk, dpt, q_tile, lane_index);
+      n = next_n;
     }
 
     LOOM_UNROLL
@@ -178,12 +192,13 @@ struct QueryGrads {
     const int64_t T = shape.seq, b = bh / shape.heads, h = bh % shape.heads;
     const int64_t q0 = static_cast<int64_t>(block_x) * kQueries;
     const int lane_index = thread & 31, warp = thread >> 5;
-    const int key_tiles = static_cast<int>((T + kKeys - 1) / kKeys);
+    const band::TileWalk walk = band::query_block_walk(shape, a.empty_bands, b, q0, kQueries, kKeys);
+    int n = walk.begin();  // a tile always: the band of row q0 holds key q0
 
     stage_tile<S, kD, kQueries, kThreads>(q_tile, a.q, b, h, q0, T, thread);
     stage_tile<S, kD, kQueries, kThreads>(g_tile, a.d_ctx, b, h, q0, T, thread);
-    stage_tile<S, kD, kKeys, kThreads>(k_tiles, a.k, b, h, 0, T, thread);
-    stage_tile<S, kD, kKeys, kThreads>(v_tiles, a.v, b, h, 0, T, thread);
+    stage_tile<S, kD, kKeys, kThreads>(k_tiles, a.k, b, h, static_cast<int64_t>(n) * kKeys, T, thread);
+    stage_tile<S, kD, kKeys, kThreads>(v_tiles, a.v, b, h, static_cast<int64_t>(n) * kKeys, T, thread);
     lane::cp_async_commit();
 
     float dq[kD / 8][4] = {};
@@ -196,10 +211,10 @@ struct QueryGrads {
       row_delta[rr] = row[rr] < T ? a.delta[bh * T + row[rr]] : 0.0f;
     }
 
-    for (int n = 0; n < key_tiles; ++n) {
-      const int buffer = n & 1;
-      next_tile(n, key_tiles, [&] {
-        const int64_t next = static_cast<int64_t>(n + 1) * kKeys;
+    for (int step = 0; n < walk.count; ++step) {
+      const int buffer = step & 1, next_n = walk.next(n);
+      next_tile(next_n < walk.count, [&] {
+        const int64_t next = static_cast<int64_t>(next_n) * kKeys;
         stage_tile<S, kD, kKeys, kThreads>(k_tiles + (buffer ^ 1) * kKeys * kD, a.k, b, h, next, T, thread);
         stage_tile<S, kD, kKeys, kThreads>(v_tiles + (buffer ^ 1) * kKeys * kD, a.v, b, h, next, T, thread);
       });
@@ -210,6 +225,9 @@ struct QueryGrads {
       add_product_transposed<S, kD, kKeys>(s, q_tile, 16 * warp, k_tile, lane_index);
       add_product_transposed<S, kD, kKeys>(dp, g_tile, 16 * warp, v_tile, lane_index);
       const int64_t j0 = static_cast<int64_t>(n) * kKeys;
+      // False for FusedAttention (window < 0) and for a tile inside the band of all the warp's rows.
+      const bool partial =
+          !band::tile_in_band(shape.window, q0 + 16 * warp, q0 + 16 * warp + 15, j0, j0 + kKeys - 1);
       LOOM_UNROLL
       for (int nt = 0; nt < kKeys / 8; ++nt) {
         LOOM_UNROLL
@@ -227,15 +245,19 @@ struct QueryGrads {
               continue;
             }
             const float bias = a.mask != nullptr ? a.mask[b * T + j + e] : 0.0f;
-            element = probability_gradient(shape, element * shape.scale + bias, row_lse[rr], row_delta[rr],
-                                           dp[nt][2 * rr + e], kept[e])
-                          .score_gradient;
+            const float score = partial && !band::in_band(shape.window, i, j + e)
+                                    ? loom::kMaskedKey
+                                    : element * shape.scale + bias;
+            element =
+                probability_gradient(shape, score, row_lse[rr], row_delta[rr], dp[nt][2 * rr + e], kept[e])
+                    .score_gradient;
           }
         }
       }
 
       // dQ += dS·K (the keys are the reduction dimension).
       add_product<S, kD, kKeys>(dq, s, k_tile, lane_index);
+      n = next_n;
     }
 
     LOOM_UNROLL

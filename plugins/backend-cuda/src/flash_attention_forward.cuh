@@ -11,10 +11,15 @@
 // (FlashAttention's choice: relative error ≤ 2⁻⁸ in bf16 per probability, bounds in the tests).
 // ctx is rounded once; lse = m + log l in f32.
 //
+// Windowed attention (shape.window ≥ 0): the block walks only the key tiles its rows' bands meet,
+// or all of them when one of its rows has an empty band (attention_band.cuh); in a tile the band
+// covers only in part, a pair outside it scores kMaskedKey.
+//
 // The body is a __host__ __device__ function of one thread (lane_primitives.cuh): the GPU runs it
 // from flash_attention.cu's kernel, the CPU tests drive it lane by lane.
 #pragma once
 
+#include "attention_band.cuh"
 #include "flash_tiles.cuh"
 
 namespace loom_cuda::flash {
@@ -23,8 +28,9 @@ template <typename S>
 struct ForwardArgs {
   HeadRows<const S> q, k, v;
   HeadRows<S> ctx;
-  float* lse;         // [B, H, T]
-  const float* mask;  // [B, T] additive, or null
+  float* lse;                  // [B, H, T]
+  const float* mask;           // [B, T] additive, or null
+  const uint8_t* empty_bands;  // [B, ⌈T/16⌉] (attention_band.cuh), or null: no row's band is empty
   AttentionShape shape;
 };
 
@@ -46,11 +52,12 @@ struct Forward {
     const int64_t T = shape.seq, b = bh / shape.heads, h = bh % shape.heads;
     const int64_t q0 = static_cast<int64_t>(block_x) * kQueries;
     const int lane_index = thread & 31, warp = thread >> 5;
-    const int key_tiles = static_cast<int>((T + kKeys - 1) / kKeys);
+    const band::TileWalk walk = band::query_block_walk(shape, a.empty_bands, b, q0, kQueries, kKeys);
+    int n = walk.begin();  // a tile always: the band of row q0 holds key q0
 
     stage_tile<S, kD, kQueries, kThreads>(q_tile, a.q, b, h, q0, T, thread);
-    stage_tile<S, kD, kKeys, kThreads>(k_tiles, a.k, b, h, 0, T, thread);
-    stage_tile<S, kD, kKeys, kThreads>(v_tiles, a.v, b, h, 0, T, thread);
+    stage_tile<S, kD, kKeys, kThreads>(k_tiles, a.k, b, h, static_cast<int64_t>(n) * kKeys, T, thread);
+    stage_tile<S, kD, kKeys, kThreads>(v_tiles, a.v, b, h, static_cast<int64_t>(n) * kKeys, T, thread);
     lane::cp_async_commit();
 
     uint32_t q_frag[kD / 16][4];
@@ -60,14 +67,14 @@ struct Forward {
     LOOM_UNROLL
     for (int rr = 0; rr < 2; ++rr) row[rr] = q0 + 16 * warp + fragment_row(lane_index, 2 * rr);
 
-    for (int n = 0; n < key_tiles; ++n) {
-      const int buffer = n & 1;
-      next_tile(n, key_tiles, [&] {
-        const int64_t next = static_cast<int64_t>(n + 1) * kKeys;
+    for (int step = 0; n < walk.count; ++step) {
+      const int buffer = step & 1, next_n = walk.next(n);
+      next_tile(next_n < walk.count, [&] {
+        const int64_t next = static_cast<int64_t>(next_n) * kKeys;
         stage_tile<S, kD, kKeys, kThreads>(k_tiles + (buffer ^ 1) * kKeys * kD, a.k, b, h, next, T, thread);
         stage_tile<S, kD, kKeys, kThreads>(v_tiles + (buffer ^ 1) * kKeys * kD, a.v, b, h, next, T, thread);
       });
-      if (n == 0) {
+      if (step == 0) {
         LOOM_UNROLL
         for (int ks = 0; ks < kD / 16; ++ks) load_a<S, kD>(q_frag[ks], q_tile, 16 * warp, ks, lane_index);
       }
@@ -85,9 +92,10 @@ struct Forward {
           mma<S>(s[2 * np + 1], q_frag[ks], kb[1]);
         }
       }
-      online_softmax(a, s, m, l, o, static_cast<int64_t>(n) * kKeys, b, bh, row, lane_index);
+      online_softmax(a, s, m, l, o, static_cast<int64_t>(n) * kKeys, b, bh, q0 + 16 * warp, row, lane_index);
 
       add_product<S, kD, kKeys>(o, s, v_tile, lane_index);
+      n = next_n;
     }
 
     LOOM_UNROLL
@@ -107,11 +115,14 @@ struct Forward {
 
   /// Scores → dropped-out, unnormalised probabilities in place, with the running maximum m, sum l
   /// (this lane's columns only; the row's 4 lanes are summed at the end) and the output rescaled.
+  /// The warp's rows start at warp_row0; keys outside a row's band score kMaskedKey.
   LOOM_LANE_FN static void online_softmax(const ForwardArgs<S>& a, float s[kKeys / 8][4], float m[2],
                                           float l[2], float o[kD / 8][4], int64_t j0, int64_t b, int64_t bh,
-                                          const int64_t row[2], int lane_index) {
+                                          int64_t warp_row0, const int64_t row[2], int lane_index) {
     const AttentionShape& shape = a.shape;
     const int64_t T = shape.seq;
+    // False for FusedAttention (window < 0) and for a tile inside the band of all the warp's rows.
+    const bool partial = !band::tile_in_band(shape.window, warp_row0, warp_row0 + 15, j0, j0 + kKeys - 1);
     float tile_max[2] = {-__builtin_huge_valf(), -__builtin_huge_valf()};
     LOOM_UNROLL
     for (int nt = 0; nt < kKeys / 8; ++nt) {
@@ -119,8 +130,10 @@ struct Forward {
       for (int r = 0; r < 4; ++r) {
         const int64_t j = j0 + 8 * nt + fragment_col(lane_index, r);
         float& score = s[nt][r];
-        score = j < T ? score * shape.scale + (a.mask != nullptr ? a.mask[b * T + j] : 0.0f)
-                      : -__builtin_huge_valf();
+        score = j >= T ? -__builtin_huge_valf()
+                : partial && !band::in_band(shape.window, row[r >> 1], j)
+                    ? loom::kMaskedKey
+                    : score * shape.scale + (a.mask != nullptr ? a.mask[b * T + j] : 0.0f);
         tile_max[r >> 1] = score > tile_max[r >> 1] ? score : tile_max[r >> 1];
       }
     }
@@ -132,8 +145,8 @@ struct Forward {
         const float other = lane::shfl_xor(tile_max[rr], mask_bits);
         tile_max[rr] = other > tile_max[rr] ? other : tile_max[rr];
       }
-      // Key j0 < T is in every tile, so the new maximum is finite; the first tile's correction
-      // is e^(−∞) = 0.
+      // Key j0 < T is in every tile (scored, or kMaskedKey outside the band), so the new maximum
+      // is finite; the first tile's correction is e^(−∞) = 0.
       const float m_new = m[rr] > tile_max[rr] ? m[rr] : tile_max[rr];
       correction[rr] = lane::fast_exp(m[rr] - m_new);
       m[rr] = m_new;

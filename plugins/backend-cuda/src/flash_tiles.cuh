@@ -187,13 +187,13 @@ LOOM_LANE_FN void add_product(float acc[kD / 8][4], const float p[kK / 8][4], co
   }
 }
 
-/// One step of a double-buffered tile loop, called by every thread at the top of iteration n of
-/// `tiles`: stages tile n + 1 into the other buffer (`stage_next`, which issues cp.async copies;
-/// after a barrier, since that buffer was read at n − 1) and waits until tile n has arrived and is
-/// visible to the whole block.
+/// One step of a double-buffered tile loop, called by every thread at the top of each step: when
+/// the walk has a next tile (`has_next`), stages it into the other buffer (`stage_next`, which
+/// issues cp.async copies; after a barrier, since that buffer was read at the previous step), and
+/// waits until this step's tile has arrived and is visible to the whole block.
 template <typename StageNext>
-LOOM_LANE_FN void next_tile(int n, int tiles, StageNext&& stage_next) {
-  if (n + 1 < tiles) {
+LOOM_LANE_FN void next_tile(bool has_next, StageNext&& stage_next) {
+  if (has_next) {
     lane::block_sync();
     stage_next();
     lane::cp_async_commit();

@@ -51,6 +51,8 @@ class LaneOps {
   virtual float shfl_xor(float v, int lane_mask) = 0;
   /// __shfl_sync(full mask, v, source_lane).
   virtual uint32_t shfl_index(uint32_t v, int source_lane) = 0;
+  /// __ballot_sync(full mask, predicate): bit l set when lane l's predicate is true.
+  virtual uint32_t ballot(bool predicate) = 0;
 };
 
 #if !defined(__CUDA_ARCH__)
@@ -124,6 +126,14 @@ LOOM_LANE_FN uint32_t shfl_index(uint32_t v, int source_lane) {
   return __shfl_sync(0xffffffffu, v, source_lane);
 #else
   return host_lane->shfl_index(v, source_lane);
+#endif
+}
+
+LOOM_LANE_FN uint32_t ballot(bool predicate) {
+#if defined(__CUDA_ARCH__)
+  return __ballot_sync(0xffffffffu, predicate);
+#else
+  return host_lane->ballot(predicate);
 #endif
 }
 

@@ -13,6 +13,8 @@
 //        e_s,ij = e32(d)·scale·Σ_c |q_ic·k_jc| + 2⁻²⁰ bounds P_ij's relative error (its score's
 //        f32 error, exp) and E_ij = P_ij·keep_ij/(1 − p)·(u_dO + e32(d))·Σ_c |dO_ic·v_jc| +
 //        e_s,ij·|dS_ij| that of dS_ij before its rounding.
+// With a window (windowed attention), a pair outside the band counts as a masked key, and a row
+// with no allowed key in its band is uniform over all T keys, as the header prescribes.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -36,11 +38,12 @@ struct AttentionProblem {
   float scale, p;
   uint64_t seed, offset;
   const float *q, *k, *v;
-  const float* d_ctx;  // as the reference reads it
-  const float* ctx;    // the ctx both backwards read
-  const float* mask;   // [B, T] additive (0 / kMaskedKey)
-  double u;            // unit roundoff of the storage type
-  bool d_ctx_rounded;  // the kernels round d_ctx to the storage type (it comes in f32)
+  const float* d_ctx;   // as the reference reads it
+  const float* ctx;     // the ctx both backwards read
+  const float* mask;    // [B, T] additive (0 / kMaskedKey)
+  double u;             // unit roundoff of the storage type
+  bool d_ctx_rounded;   // the kernels round d_ctx to the storage type (it comes in f32)
+  int64_t window = -1;  // the band |i − j| ≤ window of windowed attention; < 0: none
 };
 
 struct AttentionBounds {
@@ -72,7 +75,8 @@ inline AttentionBounds attention_error_bounds(const AttentionProblem& a) {
         }
         es[i * T + j] = e32(d) * a.scale * abs_dot + 0x1p-20;
         max_abs_dot = std::max(max_abs_dot, a.scale * abs_dot);
-        const bool masked = a.mask != nullptr && a.mask[b * T + j] == loom::kMaskedKey;
+        const bool masked = (a.mask != nullptr && a.mask[b * T + j] == loom::kMaskedKey) ||
+                            (a.window >= 0 && (i - j > a.window || j - i > a.window));
         all_masked = all_masked && masked;
         s[j] = masked ? -INFINITY : a.scale * dot + (a.mask != nullptr ? a.mask[b * T + j] : 0.0);
         max_s = std::max(max_s, s[j]);

@@ -17,6 +17,7 @@
 #include "attention_error_bounds.hpp"
 #include "backend_ops/references.hpp"
 #include "cpu_backend.hpp"
+#include "emulated_grid.hpp"
 #include "flash_attention_backward.cuh"
 #include "flash_attention_delta.cuh"
 #include "flash_attention_forward.cuh"
@@ -43,44 +44,10 @@ void PrintTo(const Case& c, std::ostream* out) {
        << (c.f32_gradient ? " f32 d_ctx" : " 16-bit d_ctx");
 }
 
-template <typename S>
-S round_to(float v) {
-  if constexpr (std::is_same_v<S, loom::BFloat16>)
-    return S{loom::f32_to_bf16_bits(v)};
-  else
-    return S{loom::f32_to_f16_bits(v)};
-}
-
-template <typename S>
-std::vector<S> rounded(const std::vector<float>& v) {
-  std::vector<S> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = round_to<S>(v[i]);
-  return out;
-}
-
-template <typename S>
-std::vector<float> widened(const std::vector<S>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = lane::widen<S>(v[i].bits);
-  return out;
-}
-
+using emulation::rounded;
+using emulation::run_grid;
+using emulation::widened;
 using loom_backend_ops::random_floats;  // the backend-ops harness's seeded data
-
-/// Runs kernel body K over the grid (blocks_x, bh_count) on the CPU; shared memory starts as NaN
-/// bytes in every block, so reading anything not staged shows.
-template <typename K, typename Args>
-void run_grid(const Args& args, int64_t blocks_x, int64_t bh_count) {
-  std::vector<uint32_t> shared(K::kSharedBytes / 4 + 4);
-  for (int64_t bh = 0; bh < bh_count; ++bh)
-    for (int64_t x = 0; x < blocks_x; ++x) {
-      std::memset(shared.data(), 0xff, shared.size() * 4);
-      auto* base = reinterpret_cast<unsigned char*>(shared.data());
-      const auto errors = emulation::run_block(
-          K::kThreads, [&](int thread) { K::run(args, base, static_cast<int>(x), bh, thread); });
-      ASSERT_TRUE(errors.empty()) << "block (" << x << ", " << bh << "): " << errors.front();
-    }
-}
 
 class FlashAttentionEmulated : public ::testing::TestWithParam<Case> {};
 
@@ -139,6 +106,7 @@ void check(const Case& cs) {
                           rows_of(ctx.data()),
                           lse.data(),
                           mask.data(),
+                          nullptr,
                           shape};
   const int64_t blocks = (T + 63) / 64;
   run_grid<Forward<S, kD>>(fa, blocks, BH);
@@ -166,6 +134,7 @@ void check(const Case& cs) {
                                 lse_ref.data(),
                                 delta.data(),
                                 mask.data(),
+                                nullptr,
                                 rows_of(dq.data()),
                                 rows_of(dk.data()),
                                 rows_of(dv.data()),

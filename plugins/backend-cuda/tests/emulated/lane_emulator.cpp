@@ -23,7 +23,7 @@
 namespace loom_cuda::emulation {
 namespace {
 
-enum class Collective { mma, ldmatrix, ldmatrix_trans, shfl, shfl_index };
+enum class Collective { mma, ldmatrix, ldmatrix_trans, shfl, shfl_index, ballot };
 
 /// What one lane posts for one collective.
 struct Posting {
@@ -83,6 +83,13 @@ class EmulatedLane final : public lane::LaneOps {
   uint32_t shfl_index(uint32_t v, int source_lane) override {
     post(Collective::shfl_index).word = v;
     return exchange(Collective::shfl_index)[source_lane & 31].word;
+  }
+  uint32_t ballot(bool predicate) override {
+    post(Collective::ballot).word = predicate ? 1u : 0u;
+    const Posting* all = exchange(Collective::ballot);
+    uint32_t bits = 0;
+    for (int other = 0; other < 32; ++other) bits |= all[other].word << other;
+    return bits;
   }
 
  private:
