@@ -15,8 +15,11 @@
 #include "loom/sdk/interfaces.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
+#include "loom/sdk/ops/geglu.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
+#include "loom/sdk/ops/rotary_embedding.hpp"
 #include "loom/sdk/ops/transfer_counts.hpp"
+#include "loom/sdk/ops/windowed_attention.hpp"
 #include "loom/sdk/plugin_abi.h"
 
 namespace loom_cuda_test {
@@ -98,6 +101,9 @@ TEST_F(PluginDescriptorTest, ADryRunBackendOffersItsNamedInterfacesAndCountsNoWa
   EXPECT_NE(loom::find_interface<loom::FusedAttention>(component.query_interface, made), nullptr);
   EXPECT_NE(loom::find_interface<loom::DeviceDescription>(component.query_interface, made), nullptr);
   EXPECT_NE(loom::find_interface<loom::ResidualLayerNorm>(component.query_interface, made), nullptr);
+  EXPECT_NE(loom::find_interface<loom::WindowedAttention>(component.query_interface, made), nullptr);
+  EXPECT_NE(loom::find_interface<loom::RotaryEmbedding>(component.query_interface, made), nullptr);
+  EXPECT_NE(loom::find_interface<loom::GatedGelu>(component.query_interface, made), nullptr);
   component.destroy(made);
 }
 
