@@ -190,7 +190,7 @@ class CpuBackend final : public loom::Backend,
                                const loom::Tensor& dx, const loom::Tensor& dx_compute, const loom::Tensor& dbias,
                                loom::Gelu variant) override;
 
-  // OptimizerSteps (named interface; optimizer_steps.cpp): the passes of plugins/optimizer-passes,
+  // OptimizerSteps (named interface; optimizer_steps.cpp): the passes of libs/optimizer-passes,
   // bit for bit what the host optimizers of plugins/optimizers compute.
   loom::OptimizerPlan* create_plan(const loom::OptimizerSegment* segments, size_t count,
                                    size_t total_elements) override;

@@ -1,5 +1,5 @@
 // backend/cpu's OptimizerSteps (loom/sdk/ops/optimizer_steps.hpp): the optimizer passes of
-// plugins/optimizer-passes over CPU memory — the very code the host optimizers of plugins/optimizers
+// libs/optimizer-passes over CPU memory — the very code the host optimizers of plugins/optimizers
 // run, in the same block order, so this family is their bit-for-bit twin and the reference the
 // GPU family is tested against. Blocks run on the backend's OpenMP threads; each block is one
 // thread's, so results do not depend on the thread count.

@@ -2,7 +2,7 @@
 // multi-tensor passes over the flat buffers in GPU memory, with nothing read back between them.
 //
 // A plan uploads, once, the segment table and its work blocks (the host optimizers' cut:
-// plugins/optimizer-passes/include/loom_optimizer/work_blocks.hpp) and holds the device scratch:
+// libs/optimizer-passes/include/loom_optimizer/work_blocks.hpp) and holds the device scratch:
 // one f64 partial sum per block and reduction, one f32 step size per segment, and the step's
 // scalars (Σ g², N, c). One CUDA block runs one work block; launches per optimizer step:
 //   gradient_norm:  block_grad_squares (Σ g² per block) → grad_total (Σ in a fixed tree, flag)

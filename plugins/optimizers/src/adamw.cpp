@@ -6,7 +6,7 @@
 //   w = w − lr·((m / (1−β1^t)) / (sqrt(v / (1−β2^t)) + eps) + wd·w)   (1−β^t → 1 without bias correction)
 // Without clipping, the host accumulates the norm in the same pass (reported, not needed
 // beforehand); on a backend the norm pass ran before (inspect_gradients) and the update is
-// OptimizerSteps::adamw_step. The pass itself is plugins/optimizer-passes' adam_passes.hpp.
+// OptimizerSteps::adamw_step. The pass itself is libs/optimizer-passes' adam_passes.hpp.
 #include "adamw.hpp"
 
 #include "loom_optimizer/adam_passes.hpp"

@@ -1,6 +1,6 @@
 // FlatOptimizer: what every optimizer over the flat buffers shares — the options every optimizer
 // takes (lr, weight_decay, no_decay, max_grad_norm, threads), the segment table and the work
-// blocks of its passes (plugins/optimizer-passes), the named state tensors, the successful-step
+// blocks of its passes (libs/optimizer-passes), the named state tensors, the successful-step
 // counter and the deterministic norms — and the backend path (BackendOptimizer): after attach()
 // the state lives in backend memory and steps run as the backend's OptimizerSteps passes, which
 // also write the 16-bit working copy when the host hands one (BackendOptimizerWorkingCopy).

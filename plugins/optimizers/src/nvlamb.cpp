@@ -6,7 +6,7 @@
 //   u = (m / (1−β1^t)) / (sqrt(v / (1−β2^t)) + eps) + wd·w        (bias correction optional)
 //   per segment: r = lr·‖w‖/‖u‖ when (wd ≠ 0 or trust_ratio_on_no_decay) and both norms ≠ 0, else lr
 //   w = w − r·u
-// Passes (plugins/optimizer-passes, adam_passes.hpp): the global norm (read g), stage 1 (read g m v
+// Passes (libs/optimizer-passes, adam_passes.hpp): the global norm (read g), stage 1 (read g m v
 // w, write m v, Σw² Σu² per block), stage 2 for trust-ratio segments only (read m v w, recompute u,
 // write w). Segments without a trust ratio are finished in stage 1. Gradients are never written.
 // On the host the passes run here; on a backend, as its OptimizerSteps::lamb_step.

@@ -1,6 +1,6 @@
 // SegmentTable: the optimizer's own copy of the parameter segment table, validated (names,
 // ranges, overlaps), with each segment's weight-decay membership resolved. The work blocks every
-// pass follows are cut from it by loom_optimizer::cut_into_blocks (plugins/optimizer-passes).
+// pass follows are cut from it by loom_optimizer::cut_into_blocks (libs/optimizer-passes).
 #pragma once
 
 #include <cstddef>

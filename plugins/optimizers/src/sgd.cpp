@@ -4,7 +4,7 @@
 //                        d = ĝ + μ·b (nesterov) or d = b
 //   w = w − lr·d
 // Clipping (max_grad_norm > 0) uses torch's clip_grad_norm_ divisor (N + 1e-6) / max_grad_norm.
-// The pass is plugins/optimizer-passes' sgd_pass.hpp, here on host buffers, on a backend as its
+// The pass is libs/optimizer-passes' sgd_pass.hpp, here on host buffers, on a backend as its
 // OptimizerSteps::sgd_step.
 #include "sgd.hpp"
 

@@ -15,11 +15,11 @@
 //   read_report                       the last update's global norm and clip divisor: a copy to
 //                                     the host, for log steps only
 // Numerics (what a second backend must reproduce): the per-element arithmetic is the f32
-// arithmetic of plugins/optimizer-passes (no fused multiply-add, IEEE division and square root);
+// arithmetic of libs/optimizer-passes (no fused multiply-add, IEEE division and square root);
 // sums of squares and norms are f64; the clip divisor, the f32 gradient multiplier
 // grad_scale / divisor and LAMB's step sizes lr·‖w‖/‖u‖ are computed in f64 and rounded once.
 // Reductions are deterministic (no float atomics): the same inputs give the same bits on every
-// run. backend/cpu also reduces in the order of plugins/optimizer-passes, so its results equal the
+// run. backend/cpu also reduces in the order of libs/optimizer-passes, so its results equal the
 // host optimizers' bit for bit; another backend may reduce in another fixed order (its norms then
 // differ in the last bits of an f64).
 #pragma once
