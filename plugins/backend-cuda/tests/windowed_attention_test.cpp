@@ -176,8 +176,10 @@ TEST_F(CudaOpTest, WindowedAttentionReachingEveryKeyIsFusedAttentionBitForBit) {
 }
 
 // The speed a band buys: a local layer (window 64) at T = 512 walks about a third of the key and
-// query tiles of the full layer. Printed, with a loose check that it is faster at all.
-TEST_F(CudaOpTest, WindowedAttentionAtWindow64OfT512IsFasterThanTheFullLayer) {
+// query tiles of the full layer. Printed and recorded as the test's `window64_over_full` property,
+// not asserted: gpu-check also runs this program under compute-sanitizer, whose instrumentation
+// would make any bound on the ratio meaningless there.
+TEST_F(CudaOpTest, WindowedAttentionAtWindow64OfT512AgainstTheFullLayerIsTimed) {
   const int64_t B = 8, H = 16, T = 512, d = 64;
   HostTensor q = HostTensor::of(random_floats(B * T * H * d, 71, -2.0f, 2.0f), DType::bf16, {B, T, H, d});
   HostTensor d_ctx = HostTensor::of(random_floats(B * T * H * d, 72), DType::f32, {B, T, H, d});
@@ -210,7 +212,8 @@ TEST_F(CudaOpTest, WindowedAttentionAtWindow64OfT512IsFasterThanTheFullLayer) {
       "(%.2f of the full layer)\n",
       static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(T),
       static_cast<long long>(d), full, local, local / full);
-  EXPECT_LT(local, 0.8 * full);
+  RecordProperty("window64_over_full", std::to_string(local / full));
+  EXPECT_GT(full, 0.0);
 }
 
 }  // namespace
