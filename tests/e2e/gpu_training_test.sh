@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training on a GPU (label gpu): backend/cuda against backend/cpu, end to end.
-#   1. `loom debug-step --backend cuda` on every PyTorch parity fixture, fp32 and bf16-mixed,
-#      within the bounds the CPU meets (tests/parity/CMakeLists.txt);
+#   1. `loom debug-step --backend cuda` on every PyTorch parity fixture (BERT's and ModernBERT's),
+#      fp32 and bf16-mixed, within the bounds the CPU meets (tests/parity/CMakeLists.txt);
 #   2. 50 steps of bert-tiny from the same seed with dropout on, fp32, tf32 off: every step's loss
 #      within 1e-4 relative of the CPU run (same Philox dropout bits on both);
 #   3. fp16-mixed with an initial loss scale of 1e30: the first steps overflow, are skipped and the
@@ -37,11 +37,13 @@ fi
 rm -rf "$probe"
 source "$(dirname "$0")/train_fixture.sh"
 
-# 1. Parity with PyTorch through debug-step.
-for fixture in "$src"/tests/fixtures/parity/*/; do
-  name=$(basename "$fixture")
+# 1. Parity with PyTorch through debug-step: BERT's fixtures and ModernBERT's (rotary embeddings,
+# windowed attention and GeGLU on the device; fp32 to ModernBERT's own bounds, 1e-5 / 1e-5 / 1e-4).
+for fixture in "$src"/tests/fixtures/parity/*/ "$src"/tests/fixtures/parity-modernbert/*/; do
+  name=$(basename "$fixture") bounds=(1e-4 1e-4 1e-3)
+  [[ "$fixture" == */parity-modernbert/* ]] && name=modernbert-$name bounds=(1e-5 1e-5 1e-4)
   bash "$src/tests/parity/run_parity.sh" "$loom" "$compare" "${fixture%/}" fp32 "$work/parity/$name/fp32" \
-    1e-4 1e-4 1e-3 "$device" > "$work/parity-$name-fp32.log" 2>&1 || { cat "$work/parity-$name-fp32.log"; fail "parity $name fp32"; }
+    "${bounds[@]}" "$device" > "$work/parity-$name-fp32.log" 2>&1 || { cat "$work/parity-$name-fp32.log"; fail "parity $name fp32"; }
   bash "$src/tests/parity/run_parity.sh" "$loom" "$compare" "${fixture%/}" bf16-mixed "$work/parity/$name/bf16" \
     1.5e-2 5e-2 1e-1 "$device" > "$work/parity-$name-bf16.log" 2>&1 || { cat "$work/parity-$name-bf16.log"; fail "parity $name bf16-mixed"; }
 done
