@@ -6,9 +6,10 @@
 // targets and loss = mean over rows of (logit − target)² (MSELoss). Parameters either way:
 // bert.pooler.dense.*, classifier.weight [num_labels, H], classifier.bias. The dropout
 // probability is the config's classifier_dropout (hidden_dropout_prob when the file says null).
-#include "loom/sdk/model_architecture.hpp"
 #include "components.hpp"
+#include "loom/sdk/model_architecture.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "loom_blocks/head_losses.hpp"
 #include "pooler.hpp"
 
 namespace loom_bert {
@@ -38,21 +39,7 @@ class ClassifierHead final : public PoolerHead, public loom::ModelArchitecture {
     dropout_forward(step, s_.pooler.pooled, s_.dropped, config_.classifier_dropout, 0);
     linear_forward(to_compute(s_.dropped, s_.dropped_c), classifier_weight_, master(classifier_bias_),
                    s_.logits);
-    if (!batch.labels.defined()) {
-      be().zero(output);
-    } else if (regression()) {
-      check_labels(batch.labels, loom::DType::f32);
-      // diff = logits − targets, kept for backward; loss = Σ diff² / B.
-      be().copy(s_.logits, s_.diff);
-      be().axpby(-1.0f, batch.labels.reshape({batch.batch, 1}), 1.0f, s_.diff);
-      const int64_t segment[2] = {0, batch.batch};
-      be().sum_squares(s_.diff, segment, 1, output);
-      be().axpby(1.0f / static_cast<float>(batch.batch), output, 0.0f, output);
-    } else {
-      check_labels(batch.labels, loom::DType::i32);
-      be().cross_entropy(s_.logits, batch.labels, config_.num_labels, loom::kIgnoreIndex, 1.0f, output, {},
-                         {}, {});
-    }
+    loss().forward(batch, s_.logits, s_.diff, output);
   }
 
   void backward(const loom::StepArgs& step, const Tensor&, const Tensor& d_input) override {
@@ -61,11 +48,7 @@ class ClassifierHead final : public PoolerHead, public loom::ModelArchitecture {
     const Scratch w = carve_scratch(region, batch.batch);
     be().zero(d_input);
     if (!batch.labels.defined()) return;
-    if (regression())  // d(Σ diff² / B)/d logits = 2·diff / B, times the loss scale
-      be().axpby(2.0f * step.loss_scale / static_cast<float>(batch.batch), s_.diff, 0.0f, w.d_logits);
-    else
-      be().cross_entropy(s_.logits, batch.labels, config_.num_labels, loom::kIgnoreIndex, step.loss_scale,
-                         w.loss, w.d_logits, {}, {});
+    loss().backward(batch, s_.logits, s_.diff, step.loss_scale, w.loss, w.d_logits);
     const Tensor dropped_c = reduced() ? s_.dropped_c : s_.dropped;
     linear_backward(w.d_logits, to_compute(w.d_logits, w.d_logits_c), dropped_c, classifier_weight_,
                     grad(classifier_bias_), w.d_pooled, 0.0f);
@@ -80,14 +63,8 @@ class ClassifierHead final : public PoolerHead, public loom::ModelArchitecture {
   }
 
  private:
-  bool regression() const { return config_.num_labels == 1; }
-  void check_labels(const Tensor& labels, DType expected) const {
-    if (labels.dtype != expected)
-      throw loom::Error(name_ + ": num_labels = " + std::to_string(config_.num_labels) + " needs " +
-                        (expected == DType::f32 ? "f32 regression targets" : "i32 class indices") +
-                        " as labels, the batch has " + loom::dtype_name(labels.dtype) +
-                        " (does the dataset's label count match the model config's num_labels?)");
-  }
+  loom_blocks::ClassificationLoss loss() const { return {be(), name_, config_.num_labels}; }
+  bool regression() const { return loss().regression(); }
 
   struct Saved {
     PoolerSaved pooler;

@@ -16,8 +16,8 @@
 // masked-LM accuracy is M × 4 bytes to read instead of the [M, V] logits. Backward recomputes the
 // softmax while turning the logits into their gradient in place, so the logits stay readable as an
 // output until backward.
-#include "loom/sdk/model_architecture.hpp"
 #include "components.hpp"
+#include "loom/sdk/model_architecture.hpp"
 #include "loom/sdk/ops/gemm_extent_alignment.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "pooler.hpp"

@@ -4,10 +4,11 @@
 //   loss   = (CE_mean(start_logits, start_positions) + CE_mean(end_logits, end_positions)) / 2
 // Positions are in [0, T]; T means "ignored" (Hugging Face clamps to T and ignores it). No dropout
 // (NVIDIA's SQuAD head has none). Parameters: qa_outputs.weight [2, H], qa_outputs.bias [2].
-#include "loom/sdk/model_architecture.hpp"
 #include "bert_block.hpp"
 #include "components.hpp"
+#include "loom/sdk/model_architecture.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "loom_blocks/head_losses.hpp"
 #include "loom_blocks/region_carver.hpp"
 
 namespace loom_bert {
@@ -41,17 +42,7 @@ class SpanHead final : public BertBlock, public loom::ModelArchitecture {
     s_ = carve_saved(region, B, T);
     input_ = input.reshape({B * T, H});
     linear_forward(to_compute(input_, s_.input_c), weight_, master(bias_), s_.logits);
-    const Tensor pairs = s_.logits.reshape({B, T, 2});
-    be().copy(pairs.select(2, 0), s_.start);
-    be().copy(pairs.select(2, 1), s_.end);
-    if (batch.start_positions.defined() && batch.end_positions.defined()) {
-      be().cross_entropy(s_.start, batch.start_positions, T, T, 1.0f, s_.start_loss, {}, {}, {});
-      be().cross_entropy(s_.end, batch.end_positions, T, T, 1.0f, s_.end_loss, {}, {}, {});
-      be().axpby(0.5f, s_.start_loss, 0.0f, output);
-      be().axpby(0.5f, s_.end_loss, 1.0f, output);
-    } else {
-      be().zero(output);
-    }
+    loom_blocks::SpanLoss(be()).forward(batch, s_.logits, s_.start, s_.end, s_.start_loss, s_.end_loss, output);
   }
 
   void backward(const loom::StepArgs& step, const Tensor&, const Tensor& d_input) override {
@@ -59,16 +50,12 @@ class SpanHead final : public BertBlock, public loom::ModelArchitecture {
     const int64_t B = batch.batch, T = batch.seq, H = config_.hidden_size;
     RegionCarver region(step.scratch, step.scratch_bytes, be().device(), name_.c_str());
     const Scratch w = carve_scratch(region, B, T);
-    if (!(batch.start_positions.defined() && batch.end_positions.defined())) {
+    if (!loom_blocks::SpanLoss::has_spans(batch)) {
       be().zero(d_input);
       return;
     }
-    be().cross_entropy(s_.start, batch.start_positions, T, T, 0.5f * step.loss_scale, w.loss, w.d_start, {},
-                       {});
-    be().cross_entropy(s_.end, batch.end_positions, T, T, 0.5f * step.loss_scale, w.loss, w.d_end, {}, {});
-    const Tensor d_pairs = w.d_logits.reshape({B, T, 2});
-    be().copy(w.d_start, d_pairs.select(2, 0));
-    be().copy(w.d_end, d_pairs.select(2, 1));
+    loom_blocks::SpanLoss(be()).backward(batch, s_.start, s_.end, step.loss_scale, w.loss, w.d_start, w.d_end,
+                                         w.d_logits);
     const Tensor input_c = reduced() ? s_.input_c : input_;
     linear_backward(w.d_logits, to_compute(w.d_logits, w.d_logits_c), input_c, weight_, grad(bias_),
                     d_input.reshape({B * T, H}), 0.0f);

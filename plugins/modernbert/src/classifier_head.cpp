@@ -9,6 +9,7 @@
 // backend's own op gives them, a real token 1/count and a padding token exactly 0.
 #include "components.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "loom_blocks/head_losses.hpp"
 #include "modern_head.hpp"
 
 namespace loom_modernbert {
@@ -53,19 +54,7 @@ class ClassifierHead final : public ModernHead {
     prediction_forward(s_.pooled, s_.prediction, w.spare);
     dropout_forward(step, s_.prediction.z, s_.dropped, modern_.classifier_dropout, 0);
     linear_forward(to_compute(s_.dropped, s_.dropped_c), classifier_weight_, master(classifier_bias_), s_.logits);
-    if (!batch.labels.defined()) {
-      be().zero(output);
-    } else if (regression()) {
-      check_labels(batch.labels, DType::f32);
-      be().copy(s_.logits, s_.diff);  // diff = logits − targets, kept for backward; loss = Σ diff² / B
-      be().axpby(-1.0f, batch.labels.reshape({B, 1}), 1.0f, s_.diff);
-      const int64_t segment[2] = {0, B};
-      be().sum_squares(s_.diff, segment, 1, output);
-      be().axpby(1.0f / static_cast<float>(B), output, 0.0f, output);
-    } else {
-      check_labels(batch.labels, DType::i32);
-      be().cross_entropy(s_.logits, batch.labels, config_.num_labels, loom::kIgnoreIndex, 1.0f, output, {}, {}, {});
-    }
+    loss().forward(batch, s_.logits, s_.diff, output);
   }
 
   void backward(const loom::StepArgs& step, const Tensor&, const Tensor& d_input) override {
@@ -75,11 +64,7 @@ class ClassifierHead final : public ModernHead {
     const Scratch w = carve_scratch(scratch, B, T);
     be().zero(d_input);
     if (!batch.labels.defined()) return;
-    if (regression())  // d(Σ diff² / B)/d logits = 2·diff / B, times the loss scale
-      be().axpby(2.0f * step.loss_scale / static_cast<float>(B), s_.diff, 0.0f, w.d_logits);
-    else
-      be().cross_entropy(s_.logits, batch.labels, config_.num_labels, loom::kIgnoreIndex, step.loss_scale, w.loss,
-                         w.d_logits, {}, {});
+    loss().backward(batch, s_.logits, s_.diff, step.loss_scale, w.loss, w.d_logits);
     linear_backward(w.d_logits, to_compute(w.d_logits, w.d_logits_c), reduced() ? s_.dropped_c : s_.dropped,
                     classifier_weight_, grad(classifier_bias_), w.rows.b, 0.0f);
     dropout_backward(step, w.rows.b, w.rows.b, modern_.classifier_dropout, 0);
@@ -100,14 +85,8 @@ class ClassifierHead final : public ModernHead {
   }
 
  private:
-  bool regression() const { return config_.num_labels == 1; }
-  void check_labels(const Tensor& labels, DType expected) const {
-    if (labels.dtype != expected)
-      throw loom::Error(name_ + ": num_labels = " + std::to_string(config_.num_labels) + " needs " +
-                        (expected == DType::f32 ? "f32 regression targets" : "i32 class indices") +
-                        " as labels, the batch has " + loom::dtype_name(labels.dtype) +
-                        " (does the dataset's label count match the model config's num_labels?)");
-  }
+  loom_blocks::ClassificationLoss loss() const { return {be(), name_, config_.num_labels}; }
+  bool regression() const { return loss().regression(); }
 
   struct Saved {
     Tensor cls, weights, pooled, dropped, dropped_c, logits, diff;

@@ -6,6 +6,7 @@
 //   loss   = (CE(start, start_positions) + CE(end, end_positions)) / 2, position T = ignored
 #include "components.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "loom_blocks/head_losses.hpp"
 #include "modern_head.hpp"
 
 namespace loom_modernbert {
@@ -40,17 +41,7 @@ class SpanHead final : public ModernHead {
     prediction_forward(s_.final_norm.out, s_.prediction, w.spare);
     dropout_forward(step, s_.prediction.z, s_.dropped, modern_.classifier_dropout, 0);
     linear_forward(to_compute(s_.dropped, s_.dropped_c), weight_, master(bias_), s_.logits);
-    const Tensor pairs = s_.logits.reshape({B, T, 2});
-    be().copy(pairs.select(2, 0), s_.start);
-    be().copy(pairs.select(2, 1), s_.end);
-    if (batch.start_positions.defined() && batch.end_positions.defined()) {
-      be().cross_entropy(s_.start, batch.start_positions, T, T, 1.0f, s_.start_loss, {}, {}, {});
-      be().cross_entropy(s_.end, batch.end_positions, T, T, 1.0f, s_.end_loss, {}, {}, {});
-      be().axpby(0.5f, s_.start_loss, 0.0f, output);
-      be().axpby(0.5f, s_.end_loss, 1.0f, output);
-    } else {
-      be().zero(output);
-    }
+    loom_blocks::SpanLoss(be()).forward(batch, s_.logits, s_.start, s_.end, s_.start_loss, s_.end_loss, output);
   }
 
   void backward(const loom::StepArgs& step, const Tensor&, const Tensor& d_input) override {
@@ -58,15 +49,12 @@ class SpanHead final : public ModernHead {
     const int64_t B = batch.batch, T = batch.seq, H = config_.hidden_size;
     RegionCarver scratch(step.scratch, step.scratch_bytes, be().device(), name_.c_str());
     const Scratch w = carve_scratch(scratch, B, T);
-    if (!(batch.start_positions.defined() && batch.end_positions.defined())) {
+    if (!loom_blocks::SpanLoss::has_spans(batch)) {
       be().zero(d_input);
       return;
     }
-    be().cross_entropy(s_.start, batch.start_positions, T, T, 0.5f * step.loss_scale, w.loss, w.d_start, {}, {});
-    be().cross_entropy(s_.end, batch.end_positions, T, T, 0.5f * step.loss_scale, w.loss, w.d_end, {}, {});
-    const Tensor d_pairs = w.d_logits.reshape({B, T, 2});
-    be().copy(w.d_start, d_pairs.select(2, 0));
-    be().copy(w.d_end, d_pairs.select(2, 1));
+    loom_blocks::SpanLoss(be()).backward(batch, s_.start, s_.end, step.loss_scale, w.loss, w.d_start, w.d_end,
+                                         w.d_logits);
     linear_backward(w.d_logits, to_compute(w.d_logits, w.d_logits_c), reduced() ? s_.dropped_c : s_.dropped, weight_,
                     grad(bias_), w.rows.b, 0.0f);
     dropout_backward(step, w.rows.b, w.rows.b, modern_.classifier_dropout, 0);
