@@ -34,21 +34,9 @@ class BertBlock : public loom_blocks::BlockBase {
                   "only \"absolute\" is supported, got \"" + file.text("position_embedding_type", "") + "\"");
   }
   void check_bert_config() const {
-    auto positive = [&](int64_t value, const char* key) {
-      if (value <= 0)
-        throw loom::ConfigError(name_ + ": model config " + key + " = " + std::to_string(value) +
-                                " must be positive");
-    };
-    positive(config_.hidden_size, "hidden_size");
-    positive(config_.num_attention_heads, "num_attention_heads");
-    positive(config_.intermediate_size, "intermediate_size");
-    positive(config_.vocab_size, "vocab_size");
-    positive(config_.max_position_embeddings, "max_position_embeddings");
-    positive(config_.type_vocab_size, "type_vocab_size");
-    if (config_.hidden_size % config_.num_attention_heads != 0)
-      throw loom::ConfigError(
-          name_ + ": model config hidden_size = " + std::to_string(config_.hidden_size) +
-          " is not a multiple of num_attention_heads = " + std::to_string(config_.num_attention_heads));
+    check_shared_sizes();
+    check_positive(config_.max_position_embeddings, "max_position_embeddings");
+    check_positive(config_.type_vocab_size, "type_vocab_size");
     auto probability = [&](float p, const char* key) {
       if (!(p >= 0.0f && p < 1.0f))
         throw loom::ConfigError(name_ + ": model config " + key + " = " + std::to_string(p) +

@@ -22,19 +22,7 @@ class ModernBlock : public loom_blocks::BlockBase {
   explicit ModernBlock(std::string name) : BlockBase(std::move(name)) {}
 
   void check_config() override {
-    auto positive = [&](int64_t value, const char* key) {
-      if (value <= 0)
-        throw loom::ConfigError(name_ + ": model config " + key + " = " + std::to_string(value) +
-                                " must be positive");
-    };
-    positive(config_.hidden_size, "hidden_size");
-    positive(config_.num_attention_heads, "num_attention_heads");
-    positive(config_.intermediate_size, "intermediate_size");
-    positive(config_.vocab_size, "vocab_size");
-    if (config_.hidden_size % config_.num_attention_heads != 0)
-      throw loom::ConfigError(
-          name_ + ": model config hidden_size = " + std::to_string(config_.hidden_size) +
-          " is not a multiple of num_attention_heads = " + std::to_string(config_.num_attention_heads));
+    check_shared_sizes();
     modern_ = read_modern_config(loom_blocks::ConfigKeys(config_json_, config_source_, name_), config_);
   }
 

@@ -69,6 +69,23 @@ class BlockBase : public loom::Block, public loom::BackwardInput {
   /// Checks the config values the block relies on; throws ConfigError naming the key.
   virtual void check_config() = 0;
 
+  /// `value` of config key `key` must be positive.
+  void check_positive(int64_t value, const char* key) const {
+    if (value <= 0)
+      throw loom::ConfigError(name_ + ": model config " + key + " = " + std::to_string(value) + " must be positive");
+  }
+  /// The sizes every family's blocks rely on: positive, and heads that divide the hidden size.
+  void check_shared_sizes() const {
+    check_positive(config_.hidden_size, "hidden_size");
+    check_positive(config_.num_attention_heads, "num_attention_heads");
+    check_positive(config_.intermediate_size, "intermediate_size");
+    check_positive(config_.vocab_size, "vocab_size");
+    if (config_.hidden_size % config_.num_attention_heads != 0)
+      throw loom::ConfigError(
+          name_ + ": model config hidden_size = " + std::to_string(config_.hidden_size) +
+          " is not a multiple of num_attention_heads = " + std::to_string(config_.num_attention_heads));
+  }
+
   /// 16-bit compute (bf16 or f16): GEMM operands are copies in compute_, not the f32 tensors.
   bool reduced() const { return compute_ != loom::DType::f32; }
   loom::Backend& be() const { return *backend_; }
