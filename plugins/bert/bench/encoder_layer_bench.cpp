@@ -104,7 +104,8 @@ void BM_EncoderLayerForwardBackward(benchmark::State& state) {
   // projected by one GEMM).
   const bool named_interfaces = state.range(3) != 0;
   layer.get()->setup(loom::BlockSetup{&config, &backend(), dtype, 1, nullptr,
-                                      named_interfaces ? backend_component().interfaces() : nullptr});
+                                      named_interfaces ? backend_component().interfaces() : nullptr, nullptr,
+                                      nullptr});
 
   std::mt19937 rng(2);
   // Parameter storage: a buffer per parameter and view, or (flat) one buffer per view kind with
