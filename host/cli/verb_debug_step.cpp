@@ -97,7 +97,7 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   nlohmann::json out;
   out["loss"] = model.loss();
   out["mlm_loss"] = read_scalar(backend, model.output("mlm_loss"));
-  // A family that pre-trains without next-sentence prediction (ModernBERT) has neither output.
+  // A family that pre-trains without next-sentence prediction has neither output.
   if (model.output("nsp_loss").defined()) out["nsp_loss"] = read_scalar(backend, model.output("nsp_loss"));
   if (model.output("seq_relationship_logits").defined())
     out["seq_relationship_logits"] = as_matrix(read_rows(backend, model.output("seq_relationship_logits")), 2);

@@ -133,7 +133,7 @@ nlohmann::json bert_config_to_json(const BertConfig& config) {
   json["type_vocab_size"] = config.type_vocab_size;
   json["initializer_range"] = config.initializer_range;
   json["layer_norm_eps"] = config.layer_norm_eps;
-  // A key the file did not have is not added: another family's config (ModernBERT's has no
+  // A key the file did not have is not added: another family's config (one without
   // hidden_act or type_vocab_size) stays that family's config.
   for (const std::string& key : config.absent_keys) json.erase(key);
   return json;

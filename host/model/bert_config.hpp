@@ -44,7 +44,7 @@ struct BertConfig {
   /// Every other key of the file, kept for round trips (an object; empty = none).
   nlohmann::json extra = nlohmann::json::object();
   /// Keys above the file did not have (they hold their defaults): not written back, so a config of
-  /// a family whose file lacks them (ModernBERT's) round-trips unchanged.
+  /// a family whose file lacks them round-trips unchanged.
   std::vector<std::string> absent_keys;
 
   /// The GELU form `hidden_act` names (validated on read, so this does not throw for a read config).
