@@ -28,7 +28,7 @@ first_fixture=$(ls -d "$src"/tests/fixtures/parity/*/ | head -1)
 if ! "$loom" debug-step --model-config "$first_fixture/config.json" --weights "$first_fixture/model.safetensors" \
     --batch "$first_fixture/batch.json" --out "$probe/out.json" --grads "$probe/grads.safetensors" \
     --precision fp32 --backend "$device" > "$probe/log" 2>&1; then
-  if grep -q "unsupported\|no CUDA device\|not available" "$probe/log"; then
+  if grep -q "unsupported\|no CUDA device\|not available\|no such component" "$probe/log"; then
     reason=$(tail -1 "$probe/log"); rm -rf "$probe"
     gpu_unavailable "backend/$device cannot run here: $reason"
   fi
