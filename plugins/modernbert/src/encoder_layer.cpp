@@ -38,13 +38,14 @@ class EncoderLayer final : public ModernBlock {
     rotary_ = loom::find_backend_interface<loom::RotaryEmbedding>(setup);
     gated_gelu_ = loom::find_backend_interface<loom::GatedGelu>(setup);
     attention_ = loom::find_backend_interface<loom::WindowedAttention>(setup);
-    for (const char* missing : {rotary_ == nullptr      ? "loom.backend.rotary_embedding"
-                                : gated_gelu_ == nullptr ? "loom.backend.gated_gelu"
-                                : attention_ == nullptr  ? "loom.backend.windowed_attention"
-                                                         : ""})
-      if (*missing != '\0')
-        throw loom::UnsupportedError(name_ + ": the backend does not offer the op family " + missing +
+    const auto require = [&](const void* offered, const char* family) {
+      if (offered == nullptr)
+        throw loom::UnsupportedError(name_ + ": the backend does not offer the op family " + family +
                                      " (backend/cpu and backend/cuda do; update the backend plugin)");
+    };
+    require(rotary_, loom::RotaryEmbedding::kInterfaceName);
+    require(gated_gelu_, loom::GatedGelu::kInterfaceName);
+    require(attention_, loom::WindowedAttention::kInterfaceName);
   }
 
   loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
