@@ -4,7 +4,8 @@
 // (so Google's original bert_config.json, which lacks layer_norm_eps, loads); every other key
 // (architectures, model_type, pad_token_id, num_labels, a family's own keys) is kept verbatim in
 // `extra`, and the file is written back with only the keys it had (plus those the run sets). The
-// host reads no family-specific key: blocks read theirs from the whole file (BlockSetup::config_json). A value of the wrong type or out of range throws BertConfigError
+// host reads no family-specific key: blocks read theirs from the whole file
+// (BlockSetup::config_json). A value of the wrong type or out of range throws BertConfigError
 // naming the file and the key. Writing is atomic (temporary file, fsync, rename).
 #pragma once
 

@@ -8,6 +8,7 @@
 // kernels at production sizes, within bounds derived from their own rounding, are its own tests.)
 #include <sstream>
 
+#include "attention_shapes.hpp"
 #include "backend_op_case.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/philox.hpp"
@@ -19,30 +20,6 @@ using loom::DType;
 using loom::Tensor;
 
 LOOM_BACKEND_OP_FAMILY(Attention);
-
-struct Shape {
-  int64_t B, H, T, d;
-  int64_t numel() const { return B * T * H * d; }
-  std::vector<int64_t> activation() const { return {B, T, H, d}; }  // the encoder's [B·T, H·d]
-  std::string name() const {
-    std::ostringstream out;  // not string +: GCC 12's -Wrestrict false positive (its bug 105329)
-    out << "B" << B << " H" << H << " T" << T << " d" << d;
-    return out.str();
-  }
-};
-
-/// The [B, H, T, d] per-head view of a [B, T, H, d] activation (how the encoder layer calls the op).
-Tensor heads(const Tensor& activation) {
-  return activation.permute({0, 2, 1, 3});
-}
-
-/// A padding mask: batch row b keeps its first T − 2b keys (at least one).
-HostTensor padding_mask(const Shape& n) {
-  std::vector<float> mask(static_cast<size_t>(n.B * n.T), 0.0f);
-  for (int64_t b = 0; b < n.B; ++b)
-    for (int64_t t = std::max<int64_t>(1, n.T - 2 * b); t < n.T; ++t) mask[b * n.T + t] = loom::kMaskedKey;
-  return HostTensor::of(mask, DType::f32, {n.B, n.T});
-}
 
 /// Attention's outputs in the activation layout [B, T, H, d] (lse [B, H, T]).
 struct Results {

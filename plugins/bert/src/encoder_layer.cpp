@@ -371,16 +371,6 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
     return w;
   }
 
-  /// A [B·T, H] activation (unit column stride, any row stride r: a block of columns of a wider
-  /// one) seen per head: [B, nh, T, d] with strides T·r, d, r, 1 (no copy).
-  Tensor heads(const Tensor& x, int64_t B, int64_t T) const {
-    const int64_t nh = config_.num_attention_heads, d = config_.hidden_size / nh, r = x.strides[0];
-    Tensor h = x;
-    h.ndim = 4;
-    const int64_t shape[4] = {B, nh, T, d}, strides[4] = {T * r, d, r, 1};
-    for (int k = 0; k < 4; ++k) h.shape[k] = shape[k], h.strides[k] = strides[k];
-    return h;
-  }
   /// q, k, v of a [B·T, 3H] region: its column blocks when the projections are one GEMM, else its
   /// three consecutive [B·T, H] blocks.
   void split_qkv(const Tensor& region, Tensor& q, Tensor& k, Tensor& v) const {

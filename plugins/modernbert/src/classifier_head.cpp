@@ -129,9 +129,7 @@ class ClassifierHead final : public ModernHead {
     return w;
   }
   void declare_parameters() override {
-    if (config_.num_labels < 1)
-      throw loom::ConfigError(name_ + ": model config num_labels = " + std::to_string(config_.num_labels) +
-                              " must be at least 1 (1: regression, 2 or more: classes)");
+    loom_blocks::ClassificationLoss::check_num_labels(name_, config_.num_labels);
     declare_head();
     classifier_weight_ = params_.weight("classifier.weight", config_.num_labels, config_.hidden_size);
     classifier_bias_ = params_.bias("classifier.bias", config_.num_labels);

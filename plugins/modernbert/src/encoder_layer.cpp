@@ -160,15 +160,9 @@ class EncoderLayer final : public ModernBlock {
   }
   Tensor grad_of(const std::optional<size_t>& bias) const { return bias ? grad(*bias) : Tensor{}; }
 
-  /// Part `part` (0 q, 1 k, 2 v; or 0 for a [N, H] activation) of a [B·T, parts·H] activation as
-  /// [B, heads, T, d] views (strides T·r, d, r, 1 with r its row stride): no head split is copied.
+  /// Part `part` (0 q, 1 k, 2 v; or 0 for a [N, H] activation) of a [B·T, parts·H] activation per head.
   Tensor heads(const Tensor& activation, int part, int64_t B, int64_t T) const {
-    const int64_t nh = config_.num_attention_heads, d = head_dim(), r = activation.strides[0];
-    Tensor h = activation.narrow(1, part * config_.hidden_size, config_.hidden_size);
-    h.ndim = 4;
-    const int64_t shape[4] = {B, nh, T, d}, strides[4] = {T * r, d, r, 1};
-    for (int k = 0; k < 4; ++k) h.shape[k] = shape[k], h.strides[k] = strides[k];
-    return h;
+    return BlockBase::heads(activation.narrow(1, part * config_.hidden_size, config_.hidden_size), B, T);
   }
 
   /// y = x·Wᵀ (+ b): y in the compute dtype or f32; a 16-bit y with a bias uses `tmp` (f32, y's shape).

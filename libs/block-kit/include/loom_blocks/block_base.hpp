@@ -164,6 +164,17 @@ class BlockBase : public loom::Block, public loom::BackwardInput {
     if (dx.defined()) backend_->gemm(dy_c, false, params_.view(weight).compute, false, dx, 1.0f, dx_beta);
   }
 
+  /// A [B·T, H] activation (unit column stride, any row stride r: a block of columns of a wider
+  /// one) seen per head: [B, nh, T, d] with strides T·r, d, r, 1 (no copy).
+  loom::Tensor heads(const loom::Tensor& x, int64_t B, int64_t T) const {
+    const int64_t nh = config_.num_attention_heads, d = config_.hidden_size / nh, r = x.strides[0];
+    loom::Tensor h = x;
+    h.ndim = 4;
+    const int64_t shape[4] = {B, nh, T, d}, strides[4] = {T * r, d, r, 1};
+    for (int k = 0; k < 4; ++k) h.shape[k] = shape[k], h.strides[k] = strides[k];
+    return h;
+  }
+
   const loom::Tensor& master(size_t i) const { return params_.view(i).master; }
   const loom::Tensor& grad(size_t i) const { return params_.view(i).grad; }
   const loom::Tensor& compute(size_t i) const { return params_.view(i).compute; }

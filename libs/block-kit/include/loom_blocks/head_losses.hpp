@@ -21,6 +21,13 @@ class ClassificationLoss {
 
   bool regression() const { return num_labels_ == 1; }
 
+  /// A classifier needs at least one output; throws ConfigError naming the key.
+  static void check_num_labels(const std::string& block, int64_t num_labels) {
+    if (num_labels < 1)
+      throw loom::ConfigError(block + ": model config num_labels = " + std::to_string(num_labels) +
+                              " must be at least 1 (1: regression, 2 or more: classes)");
+  }
+
   /// output (f32 [1]) = the loss, or 0 without labels. `diff` (f32 [B, 1], regression only) keeps
   /// logits − targets for backward.
   void forward(const loom::BatchView& batch, const loom::Tensor& logits, const loom::Tensor& diff,
