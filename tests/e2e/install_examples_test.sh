@@ -53,14 +53,14 @@ prefix=$moved
 grep -q "$prefix/lib/loom/plugins/libloom-wordpiece.so" "$work/plugins-second.txt" ||
   { cat "$work/plugins-second.txt"; fail "moved prefix: wordpiece not found under $prefix"; }
 
-# The version file: SDK 0.4 is found, a request for 0.5 is refused.
-mkdir -p "$work/needs-0.5"
-printf 'cmake_minimum_required(VERSION 3.25)\nproject(p LANGUAGES CXX)\nfind_package(LoomSDK 0.5 REQUIRED)\n' \
-  > "$work/needs-0.5/CMakeLists.txt"
-if cmake -S "$work/needs-0.5" -B "$work/needs-0.5/build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/needs.log" 2>&1; then
-  fail "find_package(LoomSDK 0.5) accepted SDK 0.4"
+# The version file: SDK 0.5 is found, a request for 0.6 is refused.
+mkdir -p "$work/needs-0.6"
+printf 'cmake_minimum_required(VERSION 3.25)\nproject(p LANGUAGES CXX)\nfind_package(LoomSDK 0.6 REQUIRED)\n' \
+  > "$work/needs-0.6/CMakeLists.txt"
+if cmake -S "$work/needs-0.6" -B "$work/needs-0.6/build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/needs.log" 2>&1; then
+  fail "find_package(LoomSDK 0.6) accepted SDK 0.5"
 fi
-grep -q "0.4.0" "$work/needs.log" || fail "the version refusal does not name the installed version"
+grep -q "0.5.0" "$work/needs.log" || fail "the version refusal does not name the installed version"
 
 # Both examples, copied out of the source tree, built against the installed SDK only.
 for example in lion-optimizer jsonl-mlm-dataset; do

@@ -11,10 +11,10 @@
 #include <memory>
 #include <vector>
 
+#include "allocation_ledger.hpp"
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
 #include "loom/sdk/ops/bias_grad_copy.hpp"
-#include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/device_description.hpp"
 #include "loom/sdk/ops/fused_attention.hpp"
 #include "loom/sdk/ops/geglu.hpp"
@@ -23,13 +23,14 @@
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/ops/optimizer_working_copy.hpp"
+#include "loom/sdk/ops/packed_attention.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
+#include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/rotary_embedding.hpp"
 #include "loom/sdk/ops/windowed_attention.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom_backend/argument_checks.hpp"
 #include "loom_backend/op_timing.hpp"
-#include "allocation_ledger.hpp"
 
 namespace loom_cpu {
 
@@ -42,6 +43,7 @@ class CpuBackend final : public loom::Backend,
                          public loom::FusedAttention,
                          public loom::WindowedAttention,
                          public loom::RotaryEmbedding,
+                         public loom::PackedAttention,
                          public loom::GatedGelu,
                          public loom::DeviceDescription,
                          public loom::OptimizerSteps,
@@ -152,6 +154,21 @@ class CpuBackend final : public loom::Backend,
   // views, in place or not.
   void rotary_apply(const loom::Tensor& x, const loom::Tensor& y, double theta, bool inverse) override;
 
+  // PackedAttention (named interface; attention.cpp, rotary_embedding.cpp): the same attention code
+  // with each query's band cut to its sequence, and the rotation at given positions.
+  void packed_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                                const loom::Tensor& starts, int64_t max_sequence, float scale, int64_t window,
+                                float p, uint64_t seed, uint64_t offset, const loom::Tensor& ctx,
+                                const loom::Tensor& lse) override;
+  void packed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                                 const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& lse,
+                                 const loom::Tensor& starts, int64_t max_sequence, float scale,
+                                 int64_t window, float p, uint64_t seed, uint64_t offset,
+                                 const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                                 const loom::Tensor& delta) override;
+  void packed_rotary_apply(const loom::Tensor& x, const loom::Tensor& y, const loom::Tensor& positions,
+                           double theta, bool inverse) override;
+
   // GatedGelu (named interface; gated_gelu.cpp): GeGLU with the GELU forms of bias_gelu_*.
   void gated_gelu_forward(const loom::Tensor& x, const loom::Tensor& y, loom::Gelu variant) override;
   void gated_gelu_backward(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& dx,
@@ -159,14 +176,16 @@ class CpuBackend final : public loom::Backend,
 
   // ResidualLayerNorm (named interface; residual_layernorm.cpp): bias + dropout + residual +
   // LayerNorm in one pass per row, bit for bit the separate ops.
-  void residual_layernorm_forward(const loom::Tensor& y, const loom::Tensor& bias, const loom::Tensor& residual,
-                                  float p, uint64_t seed, uint64_t offset, const loom::Tensor& gamma,
-                                  const loom::Tensor& beta, float eps, const loom::Tensor& sum,
-                                  const loom::Tensor& out, const loom::Tensor& out_compute,
-                                  const loom::Tensor& mean, const loom::Tensor& rstd) override;
-  void residual_layernorm_backward(const loom::Tensor& d_out, const loom::Tensor& sum, const loom::Tensor& gamma,
-                                   const loom::Tensor& mean, const loom::Tensor& rstd, float p, uint64_t seed,
-                                   uint64_t offset, const loom::Tensor& d_sum, const loom::Tensor& d_branch,
+  void residual_layernorm_forward(const loom::Tensor& y, const loom::Tensor& bias,
+                                  const loom::Tensor& residual, float p, uint64_t seed, uint64_t offset,
+                                  const loom::Tensor& gamma, const loom::Tensor& beta, float eps,
+                                  const loom::Tensor& sum, const loom::Tensor& out,
+                                  const loom::Tensor& out_compute, const loom::Tensor& mean,
+                                  const loom::Tensor& rstd) override;
+  void residual_layernorm_backward(const loom::Tensor& d_out, const loom::Tensor& sum,
+                                   const loom::Tensor& gamma, const loom::Tensor& mean,
+                                   const loom::Tensor& rstd, float p, uint64_t seed, uint64_t offset,
+                                   const loom::Tensor& d_sum, const loom::Tensor& d_branch,
                                    const loom::Tensor& dgamma, const loom::Tensor& dbeta,
                                    const loom::Tensor& dbias) override;
   // ResidualLayerNormBackwardCopy (named interface): the backward, then cast.
@@ -183,12 +202,13 @@ class CpuBackend final : public loom::Backend,
                            const loom::Tensor& y, const loom::Tensor& scratch) override;
 
   // BiasGradCopy (named interface; residual.cpp): bias_grad, then cast.
-  void bias_grad_copy(const loom::Tensor& dy, const loom::Tensor& dbias, const loom::Tensor& dy_compute) override;
+  void bias_grad_copy(const loom::Tensor& dy, const loom::Tensor& dbias,
+                      const loom::Tensor& dy_compute) override;
 
   // BiasGeluBackwardCopy (named interface; activations.cpp): bias_gelu_backward, then cast.
   void bias_gelu_backward_copy(const loom::Tensor& dy, const loom::Tensor& x, const loom::Tensor& bias,
-                               const loom::Tensor& dx, const loom::Tensor& dx_compute, const loom::Tensor& dbias,
-                               loom::Gelu variant) override;
+                               const loom::Tensor& dx, const loom::Tensor& dx_compute,
+                               const loom::Tensor& dbias, loom::Gelu variant) override;
 
   // OptimizerSteps (named interface; optimizer_steps.cpp): the passes of libs/optimizer-passes,
   // bit for bit what the host optimizers of plugins/optimizers compute.
@@ -198,11 +218,13 @@ class CpuBackend final : public loom::Backend,
   void gradient_norm(loom::OptimizerPlan& plan, const loom::Tensor& grads,
                      const loom::Tensor& nonfinite_flag) override;
   void adamw_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
-                  const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq, const loom::GradientScaling& scaling,
-                  const loom::AdamConstants& constants, double lr) override;
+                  const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq,
+                  const loom::GradientScaling& scaling, const loom::AdamConstants& constants,
+                  double lr) override;
   void lamb_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
-                 const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq, const loom::GradientScaling& scaling,
-                 const loom::AdamConstants& constants, double lr) override;
+                 const loom::Tensor& exp_avg, const loom::Tensor& exp_avg_sq,
+                 const loom::GradientScaling& scaling, const loom::AdamConstants& constants,
+                 double lr) override;
   void sgd_step(loom::OptimizerPlan& plan, const loom::Tensor& params, const loom::Tensor& grads,
                 const loom::Tensor& momentum_buffer, const loom::GradientScaling& scaling,
                 const loom::SgdConstants& constants, double lr) override;

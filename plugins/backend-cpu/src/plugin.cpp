@@ -8,12 +8,12 @@
 
 #include "cpu_backend.hpp"
 
-LOOM_PLUGIN("backend-cpu", "0.1.0", "Compute backend on the host CPU (oneDNN GEMM, OpenMP ops)",
-            loom::component<loom::Backend, loom_cpu::CpuBackend>(
-                "cpu", "0.3.0", "fp32 + bf16/f16 ops on the CPU, reference fused attention; threads option",
-                loom::offers<loom::FusedAttention, loom::WindowedAttention, loom::RotaryEmbedding,
-                             loom::GatedGelu, loom::DeviceDescription, loom::OptimizerSteps,
-                             loom::OptimizerWorkingCopy, loom::ResidualLayerNorm,
-                             loom::ResidualLayerNormBackwardCopy, loom::LinearBias,
-                             loom::BiasGeluBackwardCopy, loom::BiasGradCopy, loom::OpProfiler,
-                             loom::MemoryUsage>{}))
+LOOM_PLUGIN(
+    "backend-cpu", "0.1.0", "Compute backend on the host CPU (oneDNN GEMM, OpenMP ops)",
+    loom::component<loom::Backend, loom_cpu::CpuBackend>(
+        "cpu", "0.3.0", "fp32 + bf16/f16 ops on the CPU, reference fused attention; threads option",
+        loom::offers<loom::FusedAttention, loom::WindowedAttention, loom::RotaryEmbedding,
+                     loom::PackedAttention, loom::GatedGelu, loom::DeviceDescription, loom::OptimizerSteps,
+                     loom::OptimizerWorkingCopy, loom::ResidualLayerNorm, loom::ResidualLayerNormBackwardCopy,
+                     loom::LinearBias, loom::BiasGeluBackwardCopy, loom::BiasGradCopy, loom::OpProfiler,
+                     loom::MemoryUsage>{}))

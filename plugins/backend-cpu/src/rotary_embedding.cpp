@@ -7,21 +7,25 @@
 // run in parallel; each row reads both halves of a pair before writing them, so y may be x, and
 // each output is two f32 products summed and rounded once to the storage type — the same
 // whatever the thread count.
+#include <algorithm>
 #include <cstddef>
+#include <string>
 
 #include "cpu_backend.hpp"
 #include "float_storage.hpp"
+#include "loom_backend/packed_attention_contract.hpp"
 #include "loom_backend/rotary_embedding_contract.hpp"
 #include "op_preamble.hpp"
 
 namespace loom_cpu {
 namespace {
 
-/// Rotates the [B, H, T, d] rows of x into y by `factors` ([T][d/2] pairs of cos, sin), with the
-/// sine negated for the inverse rotation.
+/// Rotates the [B, H, T, d] rows of x into y by `factors` ([positions][d/2] pairs of cos, sin), with
+/// the sine negated for the inverse rotation. Row t is at position t, or positions[t] when given
+/// (PackedAttention::packed_rotary_apply).
 template <typename S>
 void rotate_rows(const loom::Tensor& x, const loom::Tensor& y, const loom_backend::AttentionDims& n,
-                 const float* factors, bool inverse, int threads) {
+                 const float* factors, const int32_t* positions, bool inverse, int threads) {
   const S* xp = static_cast<const S*>(x.data);
   S* yp = static_cast<S*>(y.data);
   const int64_t half = n.head_dim / 2, rows = n.batch * n.heads * n.seq;
@@ -31,7 +35,7 @@ void rotate_rows(const loom::Tensor& x, const loom::Tensor& y, const loom_backen
     const int64_t b = r / (n.heads * n.seq), h = (r / n.seq) % n.heads, t = r % n.seq;
     const S* xr = xp + b * x.strides[0] + h * x.strides[1] + t * x.strides[2];
     S* yr = yp + b * y.strides[0] + h * y.strides[1] + t * y.strides[2];
-    const float* f = factors + 2 * t * half;
+    const float* f = factors + 2 * (positions != nullptr ? positions[t] : t) * half;
 #pragma omp simd
     for (int64_t i = 0; i < half; ++i) {
       const float c = f[2 * i], s = sign * f[2 * i + 1];
@@ -83,7 +87,30 @@ void CpuBackend::rotary_apply(const loom::Tensor& x, const loom::Tensor& y, doub
       [&](const loom_backend::AttentionDims& n, auto storage) {
         using S = decltype(storage);
         const RotaryTable& table = rotary_table(theta, n.head_dim, n.seq);
-        rotate_rows<S>(x, y, n, table.cos_sin.data(), inverse, threads_);
+        rotate_rows<S>(x, y, n, table.cos_sin.data(), nullptr, inverse, threads_);
+      });
+}
+
+void CpuBackend::packed_rotary_apply(const loom::Tensor& x, const loom::Tensor& y,
+                                     const loom::Tensor& positions, double theta, bool inverse) {
+  run_op(
+      "packed_rotary_apply",
+      [&](const ArgumentChecks& check) {
+        const loom_backend::AttentionDims n =
+            loom_backend::check_packed_rotary_apply(check, x, y, positions, theta);
+        const int32_t* at = positions.data_as<int32_t>();
+        for (int64_t t = 0; t < n.seq; ++t)
+          check.require(at[t] >= 0,
+                        "positions[" + std::to_string(t) + "] = " + std::to_string(at[t]) + " is negative");
+        return n;
+      },
+      {x.dtype},
+      [&](const loom_backend::AttentionDims& n, auto storage) {
+        using S = decltype(storage);
+        const int32_t* at = positions.data_as<int32_t>();
+        const int64_t extent = n.seq == 0 ? 0 : *std::max_element(at, at + n.seq) + int64_t{1};
+        const RotaryTable& table = rotary_table(theta, n.head_dim, extent);
+        rotate_rows<S>(x, y, n, table.cos_sin.data(), at, inverse, threads_);
       });
 }
 

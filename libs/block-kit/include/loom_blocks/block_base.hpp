@@ -110,22 +110,24 @@ class BlockBase : public loom::Block, public loom::BackwardInput {
   }
 
   /// y = dropout(x) at `site` (identity when not training or p = 0; y may alias x).
+  /// (`first`: the element number of x's first element within the site, where a site's tensor is
+  /// handed over in parts — one sequence of a packed batch at a time.)
   void dropout_forward(const loom::StepArgs& step, const loom::Tensor& x, const loom::Tensor& y, float p,
-                       uint64_t site) const {
+                       uint64_t site, uint64_t first = 0) const {
     if (step.training == 0 || p == 0.0f) {
       if (x.data != y.data) backend_->copy(x, y);
       return;
     }
-    backend_->dropout_forward(x, y, p, dropout_key(step), site << kDropoutSiteShift);
+    backend_->dropout_forward(x, y, p, dropout_key(step), (site << kDropoutSiteShift) + first);
   }
   /// dx = dropout'(dy) with the forward's mask (dx may alias dy).
   void dropout_backward(const loom::StepArgs& step, const loom::Tensor& dy, const loom::Tensor& dx, float p,
-                        uint64_t site) const {
+                        uint64_t site, uint64_t first = 0) const {
     if (step.training == 0 || p == 0.0f) {
       if (dy.data != dx.data) backend_->copy(dy, dx);
       return;
     }
-    backend_->dropout_backward(dy, dx, p, dropout_key(step), site << kDropoutSiteShift);
+    backend_->dropout_backward(dy, dx, p, dropout_key(step), (site << kDropoutSiteShift) + first);
   }
   bool dropout_active(const loom::StepArgs& step, float p) const { return step.training != 0 && p > 0.0f; }
 

@@ -147,6 +147,20 @@ struct BatchView {
   int64_t num_word_rows;  ///< number of such positions (host value)
   Tensor word_rows;       ///< [num_word_rows]: b·T + t, ascending
   Tensor word_row_ids;    ///< [num_word_rows]: input_ids at those positions
+
+  // The packed layout (SDK 0.5, ABI minor 5; packed_tokens.hpp). A block that offers
+  // PackedTokens and accepts them may be handed a view whose hidden stream holds only real tokens:
+  // the rows' real tokens back to back, `batch` = 1 and `seq` = N tokens, so [B, T, H] reads
+  // [1, N, H]. Then `sequences` > 0, attention stays within each sequence, and `attention_bias`,
+  // the labels and the word rows are undefined (the heads and the embeddings, which read them,
+  // see the padded view). In every other view `sequences` is 0 and the fields below are unset;
+  // a block built against an earlier SDK is never handed a packed view.
+  int64_t sequences;                    ///< S sequences packed back to back (0: the padded layout)
+  int64_t max_sequence;                 ///< the longest one's length
+  Tensor sequence_starts;               ///< i32 [S + 1]: each sequence's first token, then N
+  const int32_t* sequence_starts_host;  ///< the same S + 1 values in host memory
+  Tensor token_positions;               ///< i32 [N]: each token's position (its column in the padded
+                                        ///< batch: position ids, rotary angles, window distances)
 };
 
 /// The label value heads skip (the NVIDIA reference's ignore_index).

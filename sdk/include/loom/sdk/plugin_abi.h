@@ -23,7 +23,7 @@ extern "C" {
 #define LOOM_PLUGIN_MAGIC 0x4D4F4F4Cu
 /* Before 1.0 the host requires an exact major match and a minor no newer than its own. */
 #define LOOM_PLUGIN_ABI_MAJOR 0u
-#define LOOM_PLUGIN_ABI_MINOR 4u
+#define LOOM_PLUGIN_ABI_MINOR 5u
 
 /* Component kinds. Values are frozen; new kinds are appended (minor bump). */
 typedef enum loom_component_kind {

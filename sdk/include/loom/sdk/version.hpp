@@ -16,7 +16,7 @@
 LOOM_SDK_NAMESPACE_BEGIN
 
 /// The SDK's semantic version, reported by `loom --version` and in plugin descriptors.
-inline constexpr const char* kSdkVersion = "0.4.0";
+inline constexpr const char* kSdkVersion = "0.5.0";
 /// Plugin ABI version the headers describe (copied into every plugin descriptor).
 inline constexpr unsigned kAbiMajor = LOOM_PLUGIN_ABI_MAJOR;
 inline constexpr unsigned kAbiMinor = LOOM_PLUGIN_ABI_MINOR;
