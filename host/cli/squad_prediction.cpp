@@ -164,6 +164,7 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
   dataset.call([&](loom::Dataset& d) { d.open(loom::DatasetSetup{0, 1, 0, tokenizer.get()}); });
   const loom::BatchLimits limits = dataset.call([](loom::Dataset& d) { return d.limits(); });
 
+  model.set_unpadded(!args.padded);
   model.reserve({limits.batch_size, limits.max_seq_length, 0});
   host::BatchStaging staging(*backend.get(), {limits.batch_size, limits.max_seq_length, 0});
   host::load_model_weights(model, checkpoint, {true, {}});
@@ -181,7 +182,8 @@ void predict_squad_answers(const GlobalOptions& options, const std::string& chec
       loom::BatchShape shape{};
       const host::HostBatch batch = buffers.next(d, shape);
       if (shape.epoch != 0) break;
-      model.forward(staging.upload(batch), host::StepSettings{false, 0});
+      const loom::BatchView& view = staging.upload(batch);
+      model.forward(view, host::StepSettings{false, 0}, staging.packed());
       const std::vector<float> start_logits =
           host::rows_to_host(*backend.get(), model.output("start_logits"));
       const std::vector<float> end_logits = host::rows_to_host(*backend.get(), model.output("end_logits"));

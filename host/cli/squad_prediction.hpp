@@ -30,6 +30,7 @@ struct SquadPredictArguments {
   int max_answer_length = 30;
   bool version_2_with_negative = false;
   double null_score_diff_threshold = 0.0;
+  bool padded = false;  // --padded: every layer over the padded windows
 };
 
 /// Adds --question, --context and the SQuAD options to `verb`.

@@ -241,7 +241,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     if (step == a.warmup) t_inference = 0;
     const auto t = Clock::now();
-    model.forward(staging.upload(inference_batch), host::StepSettings{false, 0});
+    const loom::BatchView& view = staging.upload(inference_batch);
+    model.forward(view, host::StepSettings{false, 0}, staging.packed());
     (void)model.loss();
     t_inference += since(t);
   }

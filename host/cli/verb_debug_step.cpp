@@ -33,6 +33,7 @@ namespace {
 
 struct DebugStepArguments {
   std::string model_config, weights, batch, out, grads, precision = "fp32", backend = "cpu";
+  bool unpadded = false;
 };
 
 // A device tensor of rank ≤ 2 whose last dimension is dense, copied to the host row by row.
@@ -88,11 +89,20 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   if (!report.ignored.empty() || !report.renamed.empty()) std::cerr << report.summary() << "\n";
 
   const loom::ActivationShape shape{batch.batch, batch.seq, batch.num_masked()};
+  model.set_unpadded(args.unpadded);
   model.reserve(shape);
   host::BatchStaging staging(backend, shape);
   const loom::BatchView& view = staging.upload(batch.view());
+  if (args.unpadded) {
+    const host::PackedBatch* packed = staging.packed();
+    std::cerr << fmt::format("debug-step: unpadded: {}\n",
+                             !model.runs_unpadded() ? "no layer accepts packed tokens, ran padded"
+                             : packed == nullptr    ? "the batch has no padding to remove, ran padded"
+                                                    : fmt::format("the layers ran on {} real tokens of {}",
+                                                                  packed->view.seq, view.batch * view.seq));
+  }
   model.zero_grads();
-  model.forward(view, host::StepSettings{false, 0});
+  model.forward(view, host::StepSettings{false, 0}, staging.packed());
 
   nlohmann::json out;
   out["loss"] = model.loss();
@@ -138,6 +148,8 @@ void register_debug_step(CLI::App& app, GlobalOptions& options) {
   verb->add_option("--precision", args->precision, "fp32, bf16-mixed or fp16-mixed")
       ->check(CLI::IsMember({"fp32", "bf16-mixed", "fp16-mixed"}));
   verb->add_option("--backend", args->backend, "backend component (default cpu)");
+  verb->add_flag("--unpadded", args->unpadded,
+                 "run the layers that accept packed tokens on the real tokens only (as [model] unpadded)");
   add_plugin_flags(*verb, options);
   verb->callback([&options, args] { run_debug_step(options, *args); });
 }

@@ -98,6 +98,7 @@ struct PredictArguments {
   int max_seq_length = 128;
   bool max_seq_length_given = false;
   int threads = 0;
+  bool padded = false;
 };
 
 void predict(const GlobalOptions& options, const PredictArguments& a) {
@@ -122,6 +123,7 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
   const loom::ModelConfig& config = model.config();
   const int64_t seq = checkpoint_sequence_length(a.max_seq_length, a.max_seq_length_given,
                                                  config.max_position_embeddings, a.checkpoint);
+  model.set_unpadded(!a.padded);
   model.reserve({a.batch_size, seq, 0});
   host::BatchStaging staging(*backend.get(), {a.batch_size, seq, 0});
   host::load_model_weights(model, a.checkpoint, {true, {}});
@@ -174,7 +176,8 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
     batch.input_ids = ids.data();
     batch.token_type_ids = types.data();
     batch.attention_mask = mask.data();
-    model.forward(staging.upload(batch), host::StepSettings{false, 0});
+    const loom::BatchView& view = staging.upload(batch);
+    model.forward(view, host::StepSettings{false, 0}, staging.packed());
     const loom::Tensor logits = model.output("logits");
     const std::vector<float> host_logits = host::rows_to_host(*backend.get(), logits);
     const size_t width = regression ? 1 : labels.size();
@@ -228,6 +231,9 @@ void register_predict_verb(CLI::App& app, GlobalOptions& options) {
                                           "tokens per text (pair); question answering: per window (384)")
       ->check(CLI::Range(8, 4096));
   verb->add_option("--threads", args->threads, "CPU threads (0: the backend's default)");
+  verb->add_flag("--padded", args->padded,
+                 "run every layer over the padded rows (default: the layers that accept packed tokens "
+                 "skip padding)");
   add_plugin_flags(*verb, options);
   auto squad = std::make_shared<SquadPredictArguments>();
   add_squad_predict_options(*verb, *squad);
@@ -241,6 +247,7 @@ void register_predict_verb(CLI::App& app, GlobalOptions& options) {
         squad->max_seq_length = args->max_seq_length;
         squad->max_seq_length_given = true;
       }
+      squad->padded = args->padded;
       predict_squad_answers(options, args->checkpoint, args->input, args->output, args->batch_size, args->threads,
                             *squad);
       return;

@@ -159,7 +159,8 @@ nlohmann::json evaluate(Model& model, loom::Backend& backend, BatchStaging& stag
     if (task == loom::BatchTask::classification) check_labels(model, dataset, batch, ids);
     double loss = 0.0;
     try {
-      model.forward(staging.upload(batch), StepSettings{false, 0});
+      const loom::BatchView& view = staging.upload(batch);
+      model.forward(view, StepSettings{false, 0}, staging.packed());
       // The loss's read is the first wait for the device: a bad id or target a device backend found
       // in this batch's ops is reported there, and so still named with its rows.
       loss = model.loss();

@@ -59,7 +59,8 @@ InferenceTiming time_inference(Model& model, BatchStaging& staging, const HostBa
   std::vector<std::vector<char>> host;  // one buffer per head output, reused by every request
   for (int i = 0; i < warmup + iterations; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    model.forward(staging.upload(batch), StepSettings{false, 0});
+    const loom::BatchView& view = staging.upload(batch);
+    model.forward(view, StepSettings{false, 0}, staging.packed());
     const std::vector<loom::BlockOutput> outputs = model.head_outputs();
     if (outputs.empty()) throw std::runtime_error("the model's head defined no outputs to read back");
     host.resize(outputs.size());

@@ -22,6 +22,9 @@ enum Slot : size_t {
   kEnd,
   kWordRows,
   kWordIds,
+  kStarts,
+  kPositions,
+  kTokenRows,
   kSlots
 };
 
@@ -30,8 +33,8 @@ std::vector<size_t> slot_offsets(const loom::ActivationShape& limits) {
   const size_t tokens = static_cast<size_t>(limits.batch * limits.seq);
   const size_t masked = static_cast<size_t>(std::max<int64_t>(limits.max_masked, 1));
   const size_t rows = static_cast<size_t>(limits.batch);
-  const size_t counts[kSlots] = {tokens, tokens, tokens, tokens, masked, masked,
-                                 rows,   rows,   rows,   rows,   tokens, tokens};
+  const size_t counts[kSlots] = {tokens, tokens, tokens, tokens, masked,   masked, rows,
+                                 rows,   rows,   rows,   tokens, tokens, rows + 1, tokens, tokens};
   std::vector<size_t> offsets;
   size_t bytes = 0;
   for (size_t count : counts) {
@@ -65,6 +68,9 @@ BatchStaging::BatchStaging(loom::Backend& backend, const loom::ActivationShape& 
   row_values_.resize(rows);
   word_rows_.resize(tokens);
   word_row_ids_.resize(tokens);
+  starts_.resize(rows + 1);
+  positions_.resize(tokens);
+  token_rows_.resize(tokens);
 }
 
 loom::Tensor BatchStaging::slot(size_t index, loom::DType dtype, std::initializer_list<int64_t> shape) const {
@@ -155,7 +161,42 @@ const loom::BatchView& BatchStaging::upload(const HostBatch& batch) {
   }
   v.start_positions = per_row(batch.start_positions, kStart, true);
   v.end_positions = per_row(batch.end_positions, kEnd, true);
+  packed_valid_ = pack(batch);
   return v;
+}
+
+bool BatchStaging::pack(const HostBatch& batch) {
+  const int64_t B = batch.batch, T = batch.seq;
+  if (batch.attention_mask == nullptr) return false;
+  int64_t tokens = 0, longest = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t* row = batch.attention_mask + b * T;
+    const int64_t length = std::find(row, row + T, 0) - row;
+    if (length == 0 || std::any_of(row + length, row + T, [](int32_t m) { return m != 0; })) return false;
+    starts_[static_cast<size_t>(b)] = static_cast<int32_t>(tokens);
+    for (int64_t t = 0; t < length; ++t) {
+      positions_[static_cast<size_t>(tokens + t)] = static_cast<int32_t>(t);
+      token_rows_[static_cast<size_t>(tokens + t)] = static_cast<int32_t>(b * T + t);
+    }
+    tokens += length;
+    longest = std::max(longest, length);
+  }
+  if (tokens == B * T) return false;
+  starts_[static_cast<size_t>(B)] = static_cast<int32_t>(tokens);
+  loom::BatchView& p = packed_.view;
+  p = loom::BatchView{};
+  p.batch = 1;
+  p.seq = tokens;
+  p.sequences = B;
+  p.max_sequence = longest;
+  p.sequence_starts = slot(kStarts, loom::DType::i32, {B + 1});
+  p.sequence_starts_host = starts_.data();
+  p.token_positions = slot(kPositions, loom::DType::i32, {tokens});
+  packed_.token_rows = slot(kTokenRows, loom::DType::i32, {tokens});
+  put(starts_.data(), p.sequence_starts);
+  put(positions_.data(), p.token_positions);
+  put(token_rows_.data(), packed_.token_rows);
+  return true;
 }
 
 }  // namespace loom::host

@@ -7,7 +7,9 @@
 // Face's -100, means "ignored"; regression targets pass unchanged as f32), span positions
 // clamped to [0, T] (T = ignored) as Hugging Face does, zeros / ones for absent token types /
 // attention mask, and the non-[PAD] positions (the word-embedding gradient skips [PAD], as
-// Hugging Face's padding_idx does).
+// Hugging Face's padding_idx does). A batch with padding whose rows each hold their real tokens
+// first also gets its packed form (loom/sdk/packed_tokens.hpp): the real tokens back to back, for
+// the blocks a model runs unpadded.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,14 @@ struct HostBatch {
   const int32_t* end_positions = nullptr;         ///< [B]
 };
 
+/// The packed form of the last upload: the view layers that accept packed tokens get (batch 1,
+/// seq N), and where each packed token sits in the padded batch, for the host's gathers and
+/// scatters between the two layouts.
+struct PackedBatch {
+  loom::BatchView view;    ///< sequences = B, sequence_starts, token_positions, max_sequence
+  loom::Tensor token_rows;  ///< i32 [N]: b·T + t of each packed token, ascending
+};
+
 class BatchStaging {
  public:
   /// Allocates device buffers for batches up to `limits` (batch, seq, max_masked). Positions
@@ -43,6 +53,10 @@ class BatchStaging {
   /// Copies `batch` to the device; the view stays valid until the next upload. Throws
   /// std::invalid_argument when the batch exceeds the limits or lacks input_ids.
   const loom::BatchView& upload(const HostBatch& batch);
+
+  /// The packed form of the last upload; nullptr when it has no padding (nothing to remove), a row
+  /// without real tokens, or a row whose real tokens are not its first ones.
+  const PackedBatch* packed() const { return packed_valid_ ? &packed_ : nullptr; }
 
   const loom::ActivationShape& limits() const { return limits_; }
   /// The device memory a staging for batches up to `limits` allocates.
@@ -62,6 +76,11 @@ class BatchStaging {
   std::vector<int32_t> word_rows_, word_row_ids_;  // capacity B·T
   int32_t pad_token_id_;
   loom::BatchView view_{};
+  /// Fills packed_ from the host mask of `batch`; false when the batch cannot or need not pack.
+  bool pack(const HostBatch& batch);
+  std::vector<int32_t> starts_, positions_, token_rows_;  // host staging of the packed form
+  PackedBatch packed_{};
+  bool packed_valid_ = false;
 };
 
 }  // namespace loom::host

@@ -9,6 +9,7 @@
 
 #include "loom/sdk/backward_input.hpp"
 #include "loom/sdk/model_architecture.hpp"
+#include "loom/sdk/packed_tokens.hpp"
 #include "loom/sdk/saved_attention_bytes.hpp"
 #include "model/parameter_init.hpp"
 #include "recipe/errors.hpp"
@@ -253,6 +254,13 @@ Model::ArenaLayout Model::arena_layout(const loom::ActivationShape& shape) const
       layout.copy_offsets[i] = offset;
       offset += copy_bytes;
     }
+  // Where the two blocks of a boundary run different layouts, the next block's view of it.
+  layout.converted_offsets.assign(layout.boundary_offsets.size(), 0);
+  for (size_t i = 0; i + 1 < blocks_.size(); ++i)
+    if (blocks_[i].packs != blocks_[i + 1].packs) {
+      layout.converted_offsets[i] = offset;
+      offset += hidden_bytes;
+    }
   layout.loss_offset = offset;
   offset += aligned(sizeof(float));
   for (auto& d : layout.d_hidden_offset) {
@@ -277,6 +285,7 @@ void Model::reserve(const loom::ActivationShape& shape) {
   const ArenaLayout layout = arena_layout(shape);
   boundary_offsets_ = layout.boundary_offsets;
   copy_offsets_ = layout.copy_offsets;
+  converted_offsets_ = layout.converted_offsets;
   loss_offset_ = layout.loss_offset;
   d_hidden_offset_[0] = layout.d_hidden_offset[0];
   d_hidden_offset_[1] = layout.d_hidden_offset[1];
@@ -314,7 +323,8 @@ void Model::pair_hidden_copies() {
     });
   };
   for (size_t i = 0; i + 1 < blocks_.size(); ++i)
-    blocks_[i].output_copy = blocks_[i + 1].input_copy = offers(blocks_[i], true) && offers(blocks_[i + 1], false);
+    blocks_[i].output_copy = blocks_[i + 1].input_copy =
+        blocks_[i].packs == blocks_[i + 1].packs && offers(blocks_[i], true) && offers(blocks_[i + 1], false);
   for (auto& block : blocks_)
     if (block.hidden_copy != nullptr)
       block.block.call(
@@ -344,9 +354,10 @@ loom::Tensor Model::hidden(size_t offset, const loom::BatchView& batch) const {
                                   {batch.batch, batch.seq, config_.hidden_size}, backend_.device());
 }
 
-loom::StepArgs Model::step_args(const ModelBlock& block, float loss_scale) const {
+loom::StepArgs Model::step_args(size_t i, float loss_scale) const {
+  const ModelBlock& block = blocks_[i];
   loom::StepArgs args{};
-  args.batch = batch_;
+  args.batch = &view_of(i);
   args.saved = static_cast<char*>(arena_.data()) + block.saved_offset;
   args.saved_bytes = block.saved_bytes;
   args.scratch = static_cast<char*>(arena_.data()) + scratch_offset_;
@@ -357,19 +368,60 @@ loom::StepArgs Model::step_args(const ModelBlock& block, float loss_scale) const
   return args;
 }
 
-void Model::forward(const loom::BatchView& batch, const StepSettings& settings) {
+void Model::set_unpadded(bool unpadded) {
+  for (auto& block : blocks_) {
+    const auto* packed = block.block.find<loom::PackedTokens>();
+    block.packs = unpadded && block.role == loom::BlockRole::layer && packed != nullptr &&
+                  block.block.call([&](loom::Block&) { return packed->accepts_packed_tokens(); });
+  }
+  pair_hidden_copies();
+  if (reserved_.batch > 0) reserve(reserved_);
+}
+
+bool Model::runs_unpadded() const {
+  return std::any_of(blocks_.begin(), blocks_.end(), [](const ModelBlock& block) { return block.packs; });
+}
+
+const loom::BatchView& Model::view_of(size_t i) const {
+  return packed_ != nullptr && blocks_[i].packs ? packed_->view : *batch_;
+}
+
+bool Model::converts_after(size_t i) const {
+  return packed_ != nullptr && blocks_[i].packs != blocks_[i + 1].packs;
+}
+
+void Model::convert(const loom::Tensor& from, size_t from_block, const loom::Tensor& to) const {
+  const int64_t H = config_.hidden_size, rows = batch_->batch * batch_->seq, tokens = packed_->view.seq;
+  if (blocks_[from_block].packs) {  // packed → padded: real rows back in place, zeros at padding
+    const loom::Tensor padded = to.reshape({rows, H});
+    backend_.zero(padded);
+    backend_.embedding_scatter_add(from.reshape({tokens, H}), packed_->token_rows, padded);
+  } else {  // padded → packed: the real rows
+    backend_.embedding_gather(from.reshape({rows, H}), packed_->token_rows, to.reshape({tokens, H}), false);
+  }
+}
+
+void Model::forward(const loom::BatchView& batch, const StepSettings& settings, const PackedBatch* packed) {
   if (batch.batch > reserved_.batch || batch.seq > reserved_.seq || batch.num_masked > reserved_.max_masked)
     throw std::invalid_argument(fmt::format(
         "batch {}×{} with {} labelled positions does not fit the arena reserved for {}×{} with {}",
         batch.batch, batch.seq, batch.num_masked, reserved_.batch, reserved_.seq, reserved_.max_masked));
   batch_ = &batch;
+  packed_ = packed != nullptr && runs_unpadded() ? packed : nullptr;
   settings_ = settings;
   const loom::Tensor loss_out = loss_tensor();
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    const loom::StepArgs args = step_args(blocks_[i], 1.0f);
-    const loom::Tensor input = i == 0 ? loom::Tensor{} : hidden(boundary_offsets_[i - 1], batch);
-    const loom::Tensor output = i + 1 == blocks_.size() ? loss_out : hidden(boundary_offsets_[i], batch);
-    set_hidden_copies(i, batch);
+    const loom::BatchView& view = view_of(i);
+    const loom::StepArgs args = step_args(i, 1.0f);
+    loom::Tensor input;
+    if (i > 0 && converts_after(i - 1)) {
+      input = hidden(converted_offsets_[i - 1], view);
+      convert(hidden(boundary_offsets_[i - 1], view_of(i - 1)), i - 1, input);
+    } else if (i > 0) {
+      input = hidden(boundary_offsets_[i - 1], view);
+    }
+    const loom::Tensor output = i + 1 == blocks_.size() ? loss_out : hidden(boundary_offsets_[i], view);
+    set_hidden_copies(i, view);
     blocks_[i].block.call([&](loom::Block& b) { b.forward(args, input, output); });
   }
 }
@@ -390,10 +442,16 @@ void Model::backward(float loss_scale, const std::function<void(size_t)>& grads_
   loom::Tensor d_output;
   for (size_t k = 0; k < blocks_.size(); ++k) {
     const size_t i = blocks_.size() - 1 - k;
-    const loom::StepArgs args = step_args(blocks_[i], loss_scale);
-    const loom::Tensor d_input = i == 0 ? loom::Tensor{} : hidden(d_hidden_offset_[k % 2], *batch_);
+    const loom::StepArgs args = step_args(i, loss_scale);
+    const loom::Tensor d_input = i == 0 ? loom::Tensor{} : hidden(d_hidden_offset_[k % 2], view_of(i));
     blocks_[i].block.call([&](loom::Block& b) { b.backward(args, d_output, d_input); });
     d_output = d_input;
+    // Block i − 1 takes its gradient in its own layout; boundary i − 1's converted view is free
+    // once block i's backward has read it.
+    if (i > 0 && converts_after(i - 1)) {
+      d_output = hidden(converted_offsets_[i - 1], view_of(i - 1));
+      convert(d_input, i, d_output);
+    }
     if (grads_final_from) grads_final_from(grads_final_offsets_[k]);
   }
 }

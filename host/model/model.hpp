@@ -13,6 +13,12 @@
 // and one `scratch` region shared by all. Steps with batches up to that shape allocate nothing, on the
 // device or on the host. A step: forward (blocks in order) → loss → backward (reverse order),
 // gradients accumulating into the flat gradient buffer until `zero_grads()`.
+//
+// Unpadded (`set_unpadded`): the layers that accept packed tokens (PackedTokens) run on the real
+// tokens of each batch that has padding (BatchStaging's PackedBatch); at a boundary between such a
+// layer and a block that does not (the embeddings, the head, a block built against an older SDK),
+// the model gathers the real rows into the packed layout, or scatters them back with zeros at
+// padding, in forward and in backward, through one extra [B, T, H] buffer per such boundary.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +30,7 @@
 #include "loom/sdk/backend.hpp"
 #include "loom/sdk/block.hpp"
 #include "loom/sdk/hidden_copy.hpp"
+#include "model/batch_staging.hpp"
 #include "model/parameter_table.hpp"
 #include "plugin_loading/component.hpp"
 #include "plugin_loading/plugin_registry.hpp"
@@ -86,6 +93,10 @@ class Model {
   /// Zeroes the flat gradient buffer.
   void zero_grads();
 
+  /// Runs the layers that accept packed tokens unpadded (above) or not; before reserve().
+  void set_unpadded(bool unpadded);
+  /// True when set_unpadded(true) found a layer that accepts packed tokens.
+  bool runs_unpadded() const;
   /// Sizes the arena for batches up to `shape` (allocates only when it must grow).
   void reserve(const loom::ActivationShape& shape);
   const loom::ActivationShape& reserved() const { return reserved_; }
@@ -95,8 +106,10 @@ class Model {
   /// the blocks that report it; allocates nothing, so it sizes models too large for this machine.
   ArenaBytes arena_bytes_for(const loom::ActivationShape& shape) const;
 
-  /// Runs every block forward on `batch` (which must fit `reserved()` and outlive backward).
-  void forward(const loom::BatchView& batch, const StepSettings& settings);
+  /// Runs every block forward on `batch` (which must fit `reserved()` and outlive backward), the
+  /// layers that accept packed tokens on `packed` when the model runs unpadded and it is given
+  /// (the same batch's packed form, BatchStaging::packed(); it must outlive backward too).
+  void forward(const loom::BatchView& batch, const StepSettings& settings, const PackedBatch* packed = nullptr);
   /// The head's loss of the last forward (copied to the host).
   float loss() const;
   /// The same loss where the head wrote it: an f32 scalar in backend memory (no copy).
@@ -131,11 +144,13 @@ class Model {
     size_t saved_bytes = 0;
     loom::HiddenCopy* hidden_copy = nullptr;  // the block's HiddenCopy, where it gets or writes a copy
     bool input_copy = false, output_copy = false;  // which (output_copy: its boundary holds one)
+    bool packs = false;  // runs packed batches (unpadded model, the block accepts them)
   };
   // Where reserve() puts each part of the arena for one shape (byte offsets).
   struct ArenaLayout {
     std::vector<size_t> boundary_offsets;             // output of block i (i < n − 1)
     std::vector<size_t> copy_offsets;                 // its compute-dtype copy, where handed over
+    std::vector<size_t> converted_offsets;            // in the next block's layout, where it differs
     size_t loss_offset = 0, d_hidden_offset[2] = {0, 0};
     std::vector<size_t> saved_offsets, saved_bytes;   // per block
     size_t scratch_offset = 0, scratch_bytes = 0, total = 0;
@@ -151,7 +166,13 @@ class Model {
   void pair_hidden_copies();
   /// Gives block i this forward's copies, where it uses any.
   void set_hidden_copies(size_t i, const loom::BatchView& batch) const;
-  loom::StepArgs step_args(const ModelBlock& block, float loss_scale) const;
+  loom::StepArgs step_args(size_t i, float loss_scale) const;
+  /// The view block i runs on in this step: the packed one or the padded one.
+  const loom::BatchView& view_of(size_t i) const;
+  /// True when the layouts of blocks i and i + 1 differ in this step.
+  bool converts_after(size_t i) const;
+  /// `from` in block `from_block`'s layout → `to` in the other layout of the same step.
+  void convert(const loom::Tensor& from, size_t from_block, const loom::Tensor& to) const;
 
   loom::ModelConfig config_;
   std::string config_json_, config_source_;  // handed to every block's setup
@@ -168,10 +189,12 @@ class Model {
   loom::Buffer arena_;
   std::vector<size_t> boundary_offsets_;  // output of block i (i < n − 1)
   std::vector<size_t> copy_offsets_;      // that copy's place in the arena
+  std::vector<size_t> converted_offsets_;  // boundary i in block i + 1's layout (unpadded model)
   size_t loss_offset_ = 0, d_hidden_offset_[2] = {0, 0}, scratch_offset_ = 0, scratch_bytes_ = 0;
 
   std::vector<size_t> grads_final_offsets_;  // per block in backward order
   const loom::BatchView* batch_ = nullptr;   // of the last forward
+  const PackedBatch* packed_ = nullptr;      // its packed form, when the layers run on it
   StepSettings settings_{};
 };
 

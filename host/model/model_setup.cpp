@@ -50,6 +50,9 @@ ModelSetup build_model(const Recipe& recipe, const PluginRegistry& registry,
   setup.model = std::make_unique<Model>(registry, model_recipe.expanded_blocks(), setup.model_config, backend,
                                         compute_dtype_of(precision), bert_config_to_json(setup.bert_config).dump(),
                                         model_recipe.config_path);
+  // [model] unpadded (run_settings.cpp checks it): the layers that accept packed tokens run on real
+  // tokens only.
+  setup.model->set_unpadded(recipe.table()["model"]["unpadded"].value_or(true));
   return setup;
 }
 

@@ -89,6 +89,7 @@ const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers()
          o.has("config");  // read and checked by model_recipe.cpp
          o.has("blocks");
          s.init_from = o.get<std::string>("init_from", "");
+         s.unpadded = o.get<bool>("unpadded", true);
        }},
       {"metrics",
        [](loom::Options& o, RunSettings& s) {

@@ -33,6 +33,7 @@ struct RunSettings {
   int checkpoint_keep = 3;        ///< checkpoints kept
 
   std::string init_from;  ///< [model] init_from: a checkpoint (or model) directory, "" for none
+  bool unpadded = true;   ///< [model] unpadded: layers that accept packed tokens skip padding (model.hpp)
 
   std::string metrics_listen;            ///< [metrics] listen: "host:port" of the metrics stream, "" for off
   std::string metrics_token;             ///< [metrics] token clients must send ("": a random one per run)

@@ -53,7 +53,7 @@ MicroBatchesRun accumulate_gradients(const StepParts& p, uint64_t step, double l
     const uint64_t place = micro * static_cast<uint64_t>(p.group.world) + static_cast<uint64_t>(p.group.rank);
     const loom::BatchView& view = p.staging.upload(batch);
     end_phase(phases, StepPhase::upload);
-    p.model.forward(view, StepSettings{true, dropout_key(p.seed, step, place)});
+    p.model.forward(view, StepSettings{true, dropout_key(p.seed, step, place)}, p.staging.packed());
     add_losses(p, batch, shape.rows, measure_mlm_accuracy && last, losses);
     end_phase(phases, StepPhase::forward);
     const auto scale = static_cast<float>(loss_scale / static_cast<double>(k));

@@ -22,6 +22,12 @@
 // with v run as one op: probs is not saved (the op keeps the row log-sum-exp, [B, nh, T]) and
 // the [B, nh, T, T] scratch disappears. The dropout bits are the same in both paths.
 //
+// Packed batches (loom/sdk/packed_tokens.hpp): every line but attention runs on the [N, H] rows of
+// the real tokens as it would on [B·T, H]; attention runs within each sequence — through the
+// backend's PackedAttention in the fused path, and in the unfused path as the same GEMMs and
+// softmax per sequence, over [nh, L, L] matrices laid out one sequence after the other (Σ L² ≤ B·T²,
+// so a packed batch fits the arena of its padded shape).
+//
 // When the backend offers ResidualLayerNorm, each "dropout(dense + bias) + residual, LayerNorm"
 // (and its backward with the bias gradient) is one op instead of four; the results are the same.
 //
@@ -30,15 +36,19 @@
 // checked at bind time): q, k and v are then one GEMM into a [B·T, 3H] activation, read per head
 // through strided views, and backward is one GEMM for their weight gradient and one for dx.
 #include <cmath>
+#include <type_traits>
 
 #include "bert_block.hpp"
 #include "components.hpp"
 #include "loom/sdk/hidden_copy.hpp"
+#include "loom/sdk/ops/packed_attention.hpp"
+#include "loom/sdk/packed_tokens.hpp"
 #include "loom/sdk/ops/bias_gelu_backward_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/plugin.hpp"
 #include "loom/sdk/saved_attention_bytes.hpp"
+#include "loom_blocks/packed_sequences.hpp"
 #include "loom_blocks/region_carver.hpp"
 
 namespace loom_bert {
@@ -47,7 +57,10 @@ namespace {
 using loom::DType;
 using loom::Tensor;
 
-class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, public loom::HiddenCopy {
+class EncoderLayer final : public BertBlock,
+                           public loom::SavedAttentionBytes,
+                           public loom::HiddenCopy,
+                           public loom::PackedTokens {
   // Regions of the arena; the fused path has lse and delta instead of the [B, nh, T, T] tensors.
   // q, k, v: [B·T, H] column blocks of one [B·T, 3H] region when the projections are one GEMM,
   // else three [B·T, H] blocks of it; either way the region's size is the same.
@@ -74,12 +87,15 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
     const int64_t head_dim = config_.hidden_size / config_.num_attention_heads;
     fused_ = fused_attention_ops_ != nullptr &&
              fused_attention_ops_->fused_attention(head_dim, config_.max_position_embeddings);
+    packed_ops_ = loom::find_backend_interface<loom::PackedAttention>(setup);
     add_norm_ = loom::find_backend_interface<loom::ResidualLayerNorm>(setup);
     gelu_copy_ = loom::find_backend_interface<loom::BiasGeluBackwardCopy>(setup);
     add_norm_copy_ = loom::find_backend_interface<loom::ResidualLayerNormBackwardCopy>(setup);
   }
 
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
+  /// Packed batches: the unfused path on any backend, the fused one where the backend packs too.
+  bool accepts_packed_tokens() const override { return !fused_ || packed_ops_ != nullptr; }
   const char* scope() const override { return "bert.encoder.layer.#"; }
   /// In 16-bit compute backward reads the 16-bit copy of x, not the f32 input.
   bool backward_reads_input() const override { return !reduced(); }
@@ -112,10 +128,11 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
 
   void forward(const loom::StepArgs& step, const Tensor& input, const Tensor& output) override {
     const int64_t B = step.batch->batch, T = step.batch->seq, H = config_.hidden_size, N = B * T;
+    const int64_t pairs = loom_blocks::packed_pairs(*step.batch);
     RegionCarver saved_region(step.saved, step.saved_bytes, be().device(), name_.c_str());
-    const Saved s = carve_saved(saved_region, B, T);
+    const Saved s = carve_saved(saved_region, B, T, pairs);
     RegionCarver scratch_region(step.scratch, step.scratch_bytes, be().device(), name_.c_str());
-    const ForwardScratch w = carve_forward_scratch(scratch_region, B, T);
+    const ForwardScratch w = carve_forward_scratch(scratch_region, B, T, pairs);
     const Tensor x = input.reshape({N, H});
     input_ = x;  // in f32 compute unchanged until backward (block.hpp): the operand of dWq/dWk/dWv
 
@@ -129,12 +146,21 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
       project(x_c, k_weight_, master(k_bias_), w.tmp, s.k);
       project(x_c, v_weight_, master(v_bias_), w.tmp, s.v);
     }
-    if (fused_) {
+    if (fused_ && loom_blocks::is_packed(*step.batch)) {
+      packed_ops_->packed_attention_forward(heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T),
+                                            step.batch->sequence_starts, step.batch->max_sequence,
+                                            attention_scale(), -1, attention_dropout(step), dropout_key(step), 0,
+                                            heads(s.ctx, B, T), s.lse);
+    } else if (fused_) {
       fused_attention_ops_->attention_forward(
           heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), step.batch->attention_bias, attention_scale(),
           attention_dropout(step), dropout_key(step), 0, heads(s.ctx, B, T), s.lse);
+    } else if (loom_blocks::is_packed(*step.batch)) {
+      loom_blocks::for_each_sequence(*step.batch, [&](const loom_blocks::PackedSequence& q) {
+        attention_unfused_forward(step, sequence_views(s, w, q));
+      });
     } else {
-      attention_unfused_forward(step, s, w, B, T);
+      attention_unfused_forward(step, padded_views(step, s, w, B, T));
     }
 
     // Attention output: dense, then bias, dropout, residual and LayerNorm.
@@ -156,10 +182,11 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
 
   void backward(const loom::StepArgs& step, const Tensor& d_output, const Tensor& d_input) override {
     const int64_t B = step.batch->batch, T = step.batch->seq, H = config_.hidden_size, N = B * T;
+    const int64_t pairs = loom_blocks::packed_pairs(*step.batch);
     RegionCarver saved_region(step.saved, step.saved_bytes, be().device(), name_.c_str());
-    const Saved s = carve_saved(saved_region, B, T);
+    const Saved s = carve_saved(saved_region, B, T, pairs);
     RegionCarver scratch_region(step.scratch, step.scratch_bytes, be().device(), name_.c_str());
-    const BackwardScratch w = carve_backward_scratch(scratch_region, B, T);
+    const BackwardScratch w = carve_backward_scratch(scratch_region, B, T, pairs);
     const Tensor dy = d_output.reshape({N, H});
     const Tensor dx = d_input.reshape({N, H});
 
@@ -193,13 +220,26 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
                                                        s.mean1, s.rstd1, dx, w.d_attention_out, w.d_dense_c);
     linear_backward(w.d_attention_out, d_attention_out_c, s.ctx, out_weight_, Tensor{}, w.d_ctx, 0.0f);
 
-    if (fused_) {
+    if (fused_ && loom_blocks::is_packed(*step.batch)) {
+      packed_ops_->packed_attention_backward(
+          heads(w.d_ctx, B, T), heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), heads(s.ctx, B, T), s.lse,
+          step.batch->sequence_starts, step.batch->max_sequence, attention_scale(), -1, attention_dropout(step),
+          dropout_key(step), 0, heads(w.d_q, B, T), heads(w.d_k, B, T), heads(w.d_v, B, T), w.delta);
+    } else if (fused_) {
       fused_attention_ops_->attention_backward(
           heads(w.d_ctx, B, T), heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), heads(s.ctx, B, T),
           s.lse, step.batch->attention_bias, attention_scale(), attention_dropout(step), dropout_key(step), 0,
           heads(w.d_q, B, T), heads(w.d_k, B, T), heads(w.d_v, B, T), w.delta);
     } else {
-      attention_unfused_backward(step, s, w, B, T);
+      // d_ctx as the GEMM operand, cast once for every sequence.
+      const Tensor d_ctx_c = to_compute(w.d_ctx, w.d_ctx_c);
+      if (loom_blocks::is_packed(*step.batch)) {
+        loom_blocks::for_each_sequence(*step.batch, [&](const loom_blocks::PackedSequence& q) {
+          attention_unfused_backward(step, sequence_views(s, w, q), sequence_views(w, d_ctx_c, q));
+        });
+      } else {
+        attention_unfused_backward(step, padded_views(step, s, w, B, T), padded_views(w, d_ctx_c, B, T));
+      }
     }
 
     // q, k, v = x·Wᵀ + b: weight/bias gradients, and dx added onto the residual path's gradient.
@@ -216,31 +256,80 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
   }
 
  private:
-  /// probs = softmax(q·kᵀ·scale + mask) (saved), ctx = dropout(probs)·v, through the [B, nh, T, T] scratch.
-  void attention_unfused_forward(const loom::StepArgs& step, const Saved& s, const ForwardScratch& w,
-                                 int64_t B, int64_t T) const {
-    be().gemm(heads(s.q, B, T), false, heads(s.k, B, T), true, w.scores, 1.0f, 0.0f);
-    be().softmax_forward(w.scores, step.batch->attention_bias, attention_scale(), s.probs);
+  /// What one unfused attention call works on: [b, nh, t, d] head views and [b, nh, t, t] matrices
+  /// — the whole padded batch, or one sequence of a packed one. `first`: the matrices' first
+  /// element within the batch's (the dropout elements of one sequence follow the previous one's).
+  struct UnfusedViews {
+    Tensor q, k, v, ctx, key_mask, scores, probs, probs_dropped;
+    uint64_t first = 0;
+  };
+  struct UnfusedGradients {
+    Tensor d_ctx_c, d_q, d_k, d_v, d_scores, d_scores_c, probs_dropped;
+  };
+  UnfusedViews padded_views(const loom::StepArgs& step, const Saved& s, const ForwardScratch& w, int64_t B,
+                            int64_t T) const {
+    return {heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), heads(s.ctx, B, T), step.batch->attention_bias,
+            w.scores, s.probs, w.probs_dropped, 0};
+  }
+  UnfusedViews padded_views(const loom::StepArgs& step, const Saved& s, const BackwardScratch& w, int64_t B,
+                            int64_t T) const {
+    return {heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), heads(s.ctx, B, T), step.batch->attention_bias,
+            Tensor{}, s.probs, w.probs_dropped, 0};
+  }
+  UnfusedGradients padded_views(const BackwardScratch& w, const Tensor& d_ctx_c, int64_t B, int64_t T) const {
+    return {heads(d_ctx_c, B, T), heads(w.d_q, B, T), heads(w.d_k, B, T), heads(w.d_v, B, T),
+            w.d_scores, w.d_scores_c, w.probs_dropped};
+  }
+  /// Sequence `q` of a packed batch: rows [start, start + L) of the [1, nh, N, d] head views and the
+  /// [1, nh, L, L] matrices at its place in the flat attention regions.
+  Tensor sequence_rows(const Tensor& x, const loom_blocks::PackedSequence& q) const {
+    return heads(x, 1, x.shape[0]).narrow(2, q.start, q.length);
+  }
+  Tensor sequence_matrices(const Tensor& region, const loom_blocks::PackedSequence& q) const {
+    if (!region.defined()) return region;
+    const int64_t nh = config_.num_attention_heads;
+    return Tensor::contiguous(static_cast<char*>(region.data) + q.pairs_before * nh * loom::dtype_size(region.dtype),
+                              region.dtype, {1, nh, q.length, q.length}, region.device);
+  }
+  template <typename Scratch>
+  UnfusedViews sequence_views(const Saved& s, const Scratch& w, const loom_blocks::PackedSequence& q) const {
+    Tensor scores;
+    if constexpr (std::is_same_v<Scratch, ForwardScratch>) scores = sequence_matrices(w.scores, q);
+    return {sequence_rows(s.q, q), sequence_rows(s.k, q), sequence_rows(s.v, q), sequence_rows(s.ctx, q), Tensor{},
+            scores, sequence_matrices(s.probs, q), sequence_matrices(w.probs_dropped, q),
+            static_cast<uint64_t>(q.pairs_before * config_.num_attention_heads)};
+  }
+  UnfusedGradients sequence_views(const BackwardScratch& w, const Tensor& d_ctx_c,
+                                  const loom_blocks::PackedSequence& q) const {
+    return {sequence_rows(d_ctx_c, q),          sequence_rows(w.d_q, q),
+            sequence_rows(w.d_k, q),            sequence_rows(w.d_v, q),
+            sequence_matrices(w.d_scores, q),   sequence_matrices(w.d_scores_c, q),
+            sequence_matrices(w.probs_dropped, q)};
+  }
+
+  /// probs = softmax(q·kᵀ·scale + mask) (saved), ctx = dropout(probs)·v.
+  void attention_unfused_forward(const loom::StepArgs& step, const UnfusedViews& a) const {
+    be().gemm(a.q, false, a.k, true, a.scores, 1.0f, 0.0f);
+    be().softmax_forward(a.scores, a.key_mask, attention_scale(), a.probs);
     const float p_attention = config_.attention_probs_dropout_prob;
-    const Tensor probs_used = dropout_active(step, p_attention) ? w.probs_dropped : s.probs;
-    dropout_forward(step, s.probs, probs_used, p_attention, 0);
-    be().gemm(probs_used, false, heads(s.v, B, T), false, heads(s.ctx, B, T), 1.0f, 0.0f);
+    const Tensor probs_used = dropout_active(step, p_attention) ? a.probs_dropped : a.probs;
+    dropout_forward(step, a.probs, probs_used, p_attention, 0, a.first);
+    be().gemm(probs_used, false, a.v, false, a.ctx, 1.0f, 0.0f);
   }
 
   /// d_q, d_k, d_v from d_ctx through the saved probs (ctx = dropout(probs)·v per head).
-  void attention_unfused_backward(const loom::StepArgs& step, const Saved& s, const BackwardScratch& w,
-                                  int64_t B, int64_t T) const {
+  void attention_unfused_backward(const loom::StepArgs& step, const UnfusedViews& a,
+                                  const UnfusedGradients& g) const {
     const float p_attention = config_.attention_probs_dropout_prob;
-    const Tensor d_ctx_c = heads(to_compute(w.d_ctx, w.d_ctx_c), B, T);
-    be().gemm(d_ctx_c, false, heads(s.v, B, T), true, w.d_scores, 1.0f, 0.0f);
-    const Tensor probs_used = dropout_active(step, p_attention) ? w.probs_dropped : s.probs;
-    dropout_forward(step, s.probs, probs_used, p_attention, 0);
-    be().gemm(probs_used, true, d_ctx_c, false, heads(w.d_v, B, T), 1.0f, 0.0f);
-    dropout_backward(step, w.d_scores, w.d_scores, p_attention, 0);
-    be().softmax_backward(w.d_scores, s.probs, attention_scale(), w.d_scores);
-    const Tensor d_scores_c = to_compute(w.d_scores, w.d_scores_c);
-    be().gemm(d_scores_c, false, heads(s.k, B, T), false, heads(w.d_q, B, T), 1.0f, 0.0f);
-    be().gemm(d_scores_c, true, heads(s.q, B, T), false, heads(w.d_k, B, T), 1.0f, 0.0f);
+    be().gemm(g.d_ctx_c, false, a.v, true, g.d_scores, 1.0f, 0.0f);
+    const Tensor probs_used = dropout_active(step, p_attention) ? g.probs_dropped : a.probs;
+    dropout_forward(step, a.probs, probs_used, p_attention, 0, a.first);
+    be().gemm(probs_used, true, g.d_ctx_c, false, g.d_v, 1.0f, 0.0f);
+    dropout_backward(step, g.d_scores, g.d_scores, p_attention, 0, a.first);
+    be().softmax_backward(g.d_scores, a.probs, attention_scale(), g.d_scores);
+    const Tensor d_scores_c = to_compute(g.d_scores, g.d_scores_c);
+    be().gemm(d_scores_c, false, a.k, false, g.d_q, 1.0f, 0.0f);
+    be().gemm(d_scores_c, true, a.q, false, g.d_k, 1.0f, 0.0f);
   }
 
   /// sum = dropout(y + bias) + residual, out = LayerNorm(sum) at dropout `site` (y is overwritten
@@ -305,7 +394,9 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
                                                                       : 0.0f;
   }
 
-  Saved carve_saved(RegionCarver& r, int64_t B, int64_t T) const {
+  /// `pairs`: Σ L² of a packed batch's sequences (0: padded), whose attention matrices lie one
+  /// sequence after the other.
+  Saved carve_saved(RegionCarver& r, int64_t B, int64_t T, int64_t pairs = 0) const {
     const int64_t N = B * T, H = config_.hidden_size, I = config_.intermediate_size,
                   heads = config_.num_attention_heads;
     const DType c = compute_;
@@ -317,7 +408,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
     if (fused_)
       s.lse = r.take(DType::f32, {B, heads, T});
     else
-      s.probs = r.take(c, {B, heads, T, T});
+      s.probs = pairs > 0 ? r.take(c, {heads * pairs}) : r.take(c, {B, heads, T, T});
     s.ctx = r.take(c, {N, H});
     s.attention_bytes = r.used() - attention_start;
     s.x1 = r.take(DType::f32, {N, H});
@@ -332,7 +423,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
     s.rstd2 = r.take(DType::f32, {N});
     return s;
   }
-  ForwardScratch carve_forward_scratch(RegionCarver& r, int64_t B, int64_t T) const {
+  ForwardScratch carve_forward_scratch(RegionCarver& r, int64_t B, int64_t T, int64_t pairs = 0) const {
     const int64_t N = B * T, H = config_.hidden_size, heads = config_.num_attention_heads;
     ForwardScratch w;
     w.tmp_qkv = r.take(DType::f32, {N, 3 * H});
@@ -340,12 +431,12 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
     if (reduced()) w.h1 = r.take(DType::f32, {N, H});
     if (reduced()) w.g = r.take(compute_, {N, config_.intermediate_size});
     if (!fused_) {
-      w.scores = r.take(DType::f32, {B, heads, T, T});
-      w.probs_dropped = r.take(compute_, {B, heads, T, T});
+      w.scores = pairs > 0 ? r.take(DType::f32, {heads * pairs}) : r.take(DType::f32, {B, heads, T, T});
+      w.probs_dropped = pairs > 0 ? r.take(compute_, {heads * pairs}) : r.take(compute_, {B, heads, T, T});
     }
     return w;
   }
-  BackwardScratch carve_backward_scratch(RegionCarver& r, int64_t B, int64_t T) const {
+  BackwardScratch carve_backward_scratch(RegionCarver& r, int64_t B, int64_t T, int64_t pairs = 0) const {
     const int64_t N = B * T, H = config_.hidden_size, I = config_.intermediate_size,
                   heads = config_.num_attention_heads;
     BackwardScratch w;
@@ -360,9 +451,15 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
       w.delta = r.take(DType::f32, {B, heads, T});
     } else {
       w.d_ctx_c = r.take_compute_copy(compute_, {N, H});
-      w.d_scores = r.take(DType::f32, {B, heads, T, T});
-      w.d_scores_c = r.take_compute_copy(compute_, {B, heads, T, T});
-      w.probs_dropped = r.take(compute_, {B, heads, T, T});
+      if (pairs > 0) {
+        w.d_scores = r.take(DType::f32, {heads * pairs});
+        w.d_scores_c = r.take_compute_copy(compute_, {heads * pairs});
+        w.probs_dropped = r.take(compute_, {heads * pairs});
+      } else {
+        w.d_scores = r.take(DType::f32, {B, heads, T, T});
+        w.d_scores_c = r.take_compute_copy(compute_, {B, heads, T, T});
+        w.probs_dropped = r.take(compute_, {B, heads, T, T});
+      }
     }
     w.d_qkv = r.take(DType::f32, {N, 3 * H});
     w.d_qkv_c = r.take_compute_copy(compute_, {N, 3 * H});
@@ -465,6 +562,7 @@ class EncoderLayer final : public BertBlock, public loom::SavedAttentionBytes, p
   bool input_copy_given_ = false, output_copy_wanted_ = false;
   QkvViews qkv_;        // the projections as one GEMM, when the parameters allow it (bind time)
   bool fused_ = false;  // attention through the backend's fused op (decided at setup)
+  loom::PackedAttention* packed_ops_ = nullptr;  // the backend's packed attention, when offered
   loom::ResidualLayerNorm* add_norm_ = nullptr;  // the backend's fused add & norm, when offered
   loom::BiasGeluBackwardCopy* gelu_copy_ = nullptr;  // dGELU with its 16-bit copy, when offered
   loom::ResidualLayerNormBackwardCopy* add_norm_copy_ = nullptr;  // add & norm backward with d_branch's copy
@@ -479,7 +577,7 @@ loom_component_desc encoder_layer_component() {
   return loom::component<loom::Block, EncoderLayer>(
       "bert.encoder-layer", "0.1.0",
       "post-LN self-attention (key padding mask) + GELU feed-forward, with dropout",
-      loom::offers<loom::SavedAttentionBytes, loom::BackwardInput, loom::HiddenCopy>{});
+      loom::offers<loom::SavedAttentionBytes, loom::BackwardInput, loom::HiddenCopy, loom::PackedTokens>{});
 }
 
 }  // namespace loom_bert

@@ -8,16 +8,21 @@
 //   out  = h1 + Wo_mlp(dropout(gelu(a) ⊙ g)) (+ b),  [a, g] = mlp_norm(h1)·Wiᵀ (+ b)
 // The layer's number is its block position less one (the embeddings come first); the config's
 // attention pattern says whether it is global. Needs the backend's RotaryEmbedding, GatedGelu and
-// WindowedAttention op families.
+// WindowedAttention op families; runs packed batches (loom/sdk/packed_tokens.hpp) where the backend
+// offers PackedAttention, which rotates each token at its position and keeps attention (and the
+// window, counted in the same columns) within its sequence.
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
 #include "components.hpp"
 #include "loom/sdk/ops/geglu.hpp"
+#include "loom/sdk/ops/packed_attention.hpp"
 #include "loom/sdk/ops/rotary_embedding.hpp"
 #include "loom/sdk/ops/windowed_attention.hpp"
+#include "loom/sdk/packed_tokens.hpp"
 #include "loom/sdk/plugin.hpp"
+#include "loom_blocks/packed_sequences.hpp"
 #include "modern_block.hpp"
 
 namespace loom_modernbert {
@@ -26,18 +31,20 @@ namespace {
 using loom::DType;
 using loom::Tensor;
 
-class EncoderLayer final : public ModernBlock {
+class EncoderLayer final : public ModernBlock, public loom::PackedTokens {
  public:
   explicit EncoderLayer(loom::ComponentContext&) : ModernBlock("block/modernbert.encoder-layer") {}
 
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
   const char* scope() const override { return "model.layers.#"; }
+  bool accepts_packed_tokens() const override { return packed_ != nullptr; }
 
   void setup(const loom::BlockSetup& setup) override {
     ModernBlock::setup(setup);
     rotary_ = loom::find_backend_interface<loom::RotaryEmbedding>(setup);
     gated_gelu_ = loom::find_backend_interface<loom::GatedGelu>(setup);
     attention_ = loom::find_backend_interface<loom::WindowedAttention>(setup);
+    packed_ = loom::find_backend_interface<loom::PackedAttention>(setup);
     const auto require = [&](const void* offered, const char* family) {
       if (offered == nullptr)
         throw loom::UnsupportedError(name_ + ": the backend does not offer the op family " + family +
@@ -74,12 +81,18 @@ class EncoderLayer final : public ModernBlock {
       xn_c = to_compute(s.xn, s.xn_c);
     }
     linear(xn_c, qkv_weight_, qkv_bias_, s.qkv, w.tmp_qkv);
-    rotary_->rotary_apply(heads(s.qkv, 0, B, T), heads(s.qkv, 0, B, T), theta(), false);
-    rotary_->rotary_apply(heads(s.qkv, 1, B, T), heads(s.qkv, 1, B, T), theta(), false);
-    attention_->windowed_attention_forward(heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T),
-                                           step.batch->attention_bias, scale(), window(),
-                                           attention_dropout(step), dropout_key(step), 0,
-                                           heads(s.ctx, 0, B, T), s.lse);
+    rotate(*step.batch, heads(s.qkv, 0, B, T), false);
+    rotate(*step.batch, heads(s.qkv, 1, B, T), false);
+    if (loom_blocks::is_packed(*step.batch)) {
+      packed_->packed_attention_forward(heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T),
+                                        step.batch->sequence_starts, step.batch->max_sequence, scale(), window(),
+                                        attention_dropout(step), dropout_key(step), 0, heads(s.ctx, 0, B, T), s.lse);
+    } else {
+      attention_->windowed_attention_forward(heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T),
+                                             step.batch->attention_bias, scale(), window(),
+                                             attention_dropout(step), dropout_key(step), 0,
+                                             heads(s.ctx, 0, B, T), s.lse);
+    }
     linear(s.ctx, out_weight_, out_bias_, w.branch, Tensor{});
     dropout_forward(step, w.branch, w.branch, modern_.attention_dropout, 1);
     be().add(h, w.branch, s.h1);
@@ -119,13 +132,20 @@ class EncoderLayer final : public ModernBlock {
     linear_backward(d_branch, to_compute(d_branch, w.d_rows_c), s.ctx, out_weight_, grad_of(out_bias_), w.d_ctx,
                     0.0f);
     const Tensor& d_qkv = w.d_qkv;
-    attention_->windowed_attention_backward(
-        heads(w.d_ctx, 0, B, T),
-        heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T), heads(s.ctx, 0, B, T), s.lse,
-        step.batch->attention_bias, scale(), window(), attention_dropout(step), dropout_key(step), 0,
-        heads(d_qkv, 0, B, T), heads(d_qkv, 1, B, T), heads(d_qkv, 2, B, T), w.delta);
-    rotary_->rotary_apply(heads(d_qkv, 0, B, T), heads(d_qkv, 0, B, T), theta(), true);
-    rotary_->rotary_apply(heads(d_qkv, 1, B, T), heads(d_qkv, 1, B, T), theta(), true);
+    if (loom_blocks::is_packed(*step.batch)) {
+      packed_->packed_attention_backward(
+          heads(w.d_ctx, 0, B, T), heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T),
+          heads(s.ctx, 0, B, T), s.lse, step.batch->sequence_starts, step.batch->max_sequence, scale(), window(),
+          attention_dropout(step), dropout_key(step), 0, heads(d_qkv, 0, B, T), heads(d_qkv, 1, B, T),
+          heads(d_qkv, 2, B, T), w.delta);
+    } else {
+      attention_->windowed_attention_backward(
+          heads(w.d_ctx, 0, B, T), heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T),
+          heads(s.ctx, 0, B, T), s.lse, step.batch->attention_bias, scale(), window(), attention_dropout(step),
+          dropout_key(step), 0, heads(d_qkv, 0, B, T), heads(d_qkv, 1, B, T), heads(d_qkv, 2, B, T), w.delta);
+    }
+    rotate(*step.batch, heads(d_qkv, 0, B, T), true);
+    rotate(*step.batch, heads(d_qkv, 1, B, T), true);
     const Tensor xn_c = reduced() ? s.xn_c : first_layer() ? input_view_ : s.xn;
     linear_backward(d_qkv, to_compute(d_qkv, w.d_qkv_c), xn_c, qkv_weight_, grad_of(qkv_bias_), w.d_rows, 0.0f);
     if (first_layer()) {
@@ -159,6 +179,15 @@ class EncoderLayer final : public ModernBlock {
     return dropout_active(step, modern_.attention_dropout) ? modern_.attention_dropout : 0.0f;
   }
   Tensor grad_of(const std::optional<size_t>& bias) const { return bias ? grad(*bias) : Tensor{}; }
+
+  /// Rotates head views in place by the layer's theta: row t at position t, or in a packed batch at
+  /// its token's position.
+  void rotate(const loom::BatchView& batch, const Tensor& x, bool inverse) const {
+    if (loom_blocks::is_packed(batch))
+      packed_->packed_rotary_apply(x, x, batch.token_positions, theta(), inverse);
+    else
+      rotary_->rotary_apply(x, x, theta(), inverse);
+  }
 
   /// Part `part` (0 q, 1 k, 2 v; or 0 for a [N, H] activation) of a [B·T, parts·H] activation per head.
   Tensor heads(const Tensor& activation, int part, int64_t B, int64_t T) const {
@@ -244,6 +273,7 @@ class EncoderLayer final : public ModernBlock {
   loom::RotaryEmbedding* rotary_ = nullptr;
   loom::GatedGelu* gated_gelu_ = nullptr;
   loom::WindowedAttention* attention_ = nullptr;
+  loom::PackedAttention* packed_ = nullptr;  // packed batches, when the backend offers them
   Norm attn_norm_, mlp_norm_;
   size_t qkv_weight_ = 0, out_weight_ = 0, wi_weight_ = 0, wo_weight_ = 0;
   std::optional<size_t> qkv_bias_, out_bias_, wi_bias_, wo_bias_;
@@ -255,7 +285,7 @@ class EncoderLayer final : public ModernBlock {
 loom_component_desc encoder_layer_component() {
   return loom::component<loom::Block, EncoderLayer>(
       "modernbert.encoder-layer", "0.1.0",
-      "pre-LN layer: rotary global/local attention, GeGLU MLP (ModernBERT)", loom::offers<loom::BackwardInput>{});
+      "pre-LN layer: rotary global/local attention, GeGLU MLP (ModernBERT)", loom::offers<loom::BackwardInput, loom::PackedTokens>{});
 }
 
 }  // namespace loom_modernbert
