@@ -1,6 +1,6 @@
 // `loom prep pretraining`: raw text → HDF5 pretraining shards (host/prep/pretraining_prep.cpp).
-// The tokenizer is the `tokenizer/wordpiece` component, created through the plugin registry like
-// any recipe component (wordpiece_component.hpp), with options `vocab` and `cased`.
+// The tokenizer is `tokenizer/wordpiece` for a vocab.txt or `tokenizer/bpe` for a tokenizer.json,
+// created through the plugin registry like any recipe component (vocab_tokenizer.hpp).
 #include <iostream>
 
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include "recipe/errors.hpp"
 #include "prep/pretraining_prep.hpp"
 #include "loom/sdk/tokenizer.hpp"
-#include "wordpiece_component.hpp"
+#include "vocab_tokenizer.hpp"
 
 namespace loom::cli {
 namespace {
@@ -20,7 +20,7 @@ void register_prep_verbs(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<host::PrepOptions>();
   auto* pretraining = prep->add_subcommand(
       "pretraining", "raw text → formatted corpus → HDF5 MLM+NSP shards with manifest.json (docs/data.md)");
-  pretraining->add_option("--vocab", args->vocab, "WordPiece vocabulary (one token per line)")
+  pretraining->add_option("--vocab", args->vocab, "WordPiece vocabulary (vocab.txt) or byte-level BPE tokenizer.json")
       ->required()
       ->check(CLI::ExistingFile);
   pretraining->add_option("--input", args->inputs, "text files or directories (recursive)")->required();
@@ -58,7 +58,8 @@ void register_prep_verbs(CLI::App& app, GlobalOptions& options) {
   add_plugin_flags(*pretraining, options);
   pretraining->callback([&options, args] {
     host::Component<loom::Tokenizer> tokenizer =
-        create_wordpiece(options, args->vocab, args->cased, "loom prep pretraining --vocab");
+        create_tokenizer_for_vocab(options, args->vocab, args->cased, "loom prep pretraining --vocab");
+    args->tokenizer_component = "tokenizer/" + tokenizer_component_for_vocab(args->vocab);
     // Called directly (not through Component::call): option problems must stay usage errors.
     try {
       host::prep_pretraining(*args, *tokenizer.get(),

@@ -1,6 +1,6 @@
 // `loom tokenize --vocab VOCAB.txt [--cased]`: each line of stdin → one JSON array of token ids
-// (no [CLS]/[SEP]), one per line, through tokenizer/wordpiece. This is the contract other tools
-// check against (tests/e2e/tokenize_hf_parity_test.sh compares it with Hugging Face).
+// (no [CLS]/[SEP]), one per line, through tokenizer/wordpiece (vocab.txt) or tokenizer/bpe
+// (tokenizer.json). This is the contract other tools check against (tests/e2e/tokenize_hf_parity_test.sh compares it with Hugging Face).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 
 #include "cli_context.hpp"
 #include "recipe/errors.hpp"
-#include "wordpiece_component.hpp"
+#include "vocab_tokenizer.hpp"
 
 namespace loom::cli {
 namespace {
@@ -36,15 +36,19 @@ void tokenize_stdin(const GlobalOptions& options, const TokenizeArguments& args)
   struct stat input {};
   if (::fstat(STDIN_FILENO, &input) == 0 && S_ISDIR(input.st_mode))
     throw host::InputError("standard input is a folder; give the text as a file or a pipe");
-  auto tokenizer = create_wordpiece(options, args.vocab, args.cased, "loom tokenize --vocab");
+  auto tokenizer = create_tokenizer_for_vocab(options, args.vocab, args.cased, "loom tokenize --vocab");
   tokenizer.call([&](loom::Tokenizer& t) {
     std::ios::sync_with_stdio(false);
     std::vector<int32_t> ids(1024);
     std::string line, out;
     while (std::getline(std::cin, line)) {
-      // Every id consumes at least one input byte, so one call always fits.
+      // Every id but a BPE prefix space's consumes an input byte, so one call nearly always fits.
       if (ids.size() < line.size() + 1) ids.resize(line.size() + 1);
-      const size_t count = t.tokenize(line.data(), line.size(), ids.data(), ids.size());
+      size_t count = t.tokenize(line.data(), line.size(), ids.data(), ids.size());
+      if (count > ids.size()) {
+        ids.resize(count);
+        count = t.tokenize(line.data(), line.size(), ids.data(), ids.size());
+      }
       append_json_array(out, ids, count);
       if (out.size() > (1u << 16)) {
         std::cout << out;
@@ -60,8 +64,8 @@ void tokenize_stdin(const GlobalOptions& options, const TokenizeArguments& args)
 
 void register_tokenize_verb(CLI::App& app, GlobalOptions& options) {
   auto args = std::make_shared<TokenizeArguments>();
-  auto* verb = app.add_subcommand("tokenize", "stdin lines → one JSON array of WordPiece ids per line");
-  verb->add_option("--vocab", args->vocab, "WordPiece vocabulary (vocab.txt, one token per line)")
+  auto* verb = app.add_subcommand("tokenize", "stdin lines → one JSON array of token ids per line");
+  verb->add_option("--vocab", args->vocab, "WordPiece vocabulary (vocab.txt) or byte-level BPE tokenizer.json")
       ->required()
       ->check(CLI::ExistingFile);
   verb->add_flag("--cased", args->cased, "keep case and accents (a cased vocabulary)");

@@ -259,7 +259,7 @@ PrepSummary prep_pretraining(const PrepOptions& options, const loom::Tokenizer& 
       {"arguments", arguments_json(options, shards, threads)},
       {"vocab",
        {{"path", options.vocab}, {"sha256", sha256_file_hex(options.vocab)}, {"size", vocab.vocab_size}}},
-      {"tokenizer", {{"component", "tokenizer/wordpiece"}, {"lower_case", tokenizer.lower_case()}}},
+      {"tokenizer", {{"component", options.tokenizer_component}, {"lower_case", tokenizer.lower_case()}}},
       {"input", {{"files", files.size()}, {"bytes", report.input_bytes}}},
       {"documents", {{"kept", report.documents}, {"empty_dropped", report.empty_documents}}},
       {"sentences", report.sentences},

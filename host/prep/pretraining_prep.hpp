@@ -27,6 +27,7 @@ namespace loom::host {
 
 struct PrepOptions {
   std::string vocab;                 ///< recorded in the manifest (sha256); the tokenizer is given
+  std::string tokenizer_component = "tokenizer/wordpiece";  ///< recorded in the manifest
   std::vector<std::string> inputs;   ///< files or directories (searched recursively, sorted)
   std::string output;                ///< output directory
   std::string input_format = "raw";  ///< "raw": a file is one document of prose; "sentences":
