@@ -28,22 +28,15 @@ void truncate_seq_pair(std::vector<int32_t>& a, std::vector<int32_t>& b, size_t 
 void mask_tokens(PretrainingInstance& instance, const MaskingOptions& options, const MaskingVocabulary& vocab,
                  PythonRandom& rng) {
   std::vector<int32_t>& tokens = instance.tokens;
-  // Candidates: every position but [CLS]/[SEP]; with whole-word masking a continuation piece
-  // ("##x", or a byte-level BPE piece without its leading space) joins the group of the position
-  // before it — never across [CLS]/[SEP], after which a segment starts a word (no "##" piece ever
-  // follows them; a BPE segment's first word has no leading space).
+  // Candidates: every position but [CLS]/[SEP]; with whole-word masking a "##" piece joins the
+  // group of the position before it.
   std::vector<std::vector<int32_t>> candidates;
-  bool after_special = true;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const int32_t id = tokens[i];
-    if (id == vocab.cls || id == vocab.sep) {
-      after_special = true;
-      continue;
-    }
-    const bool continues = options.whole_word_masking && !after_special && !candidates.empty() && id >= 0 &&
+    if (id == vocab.cls || id == vocab.sep) continue;
+    const bool continues = options.whole_word_masking && !candidates.empty() && id >= 0 &&
                            static_cast<size_t>(id) < vocab.is_continuation.size() &&
                            vocab.is_continuation[static_cast<size_t>(id)] != 0;
-    after_special = false;
     if (continues)
       candidates.back().push_back(static_cast<int32_t>(i));
     else

@@ -19,8 +19,7 @@
 //
 // Whole-word masking: is_continuation(id) is true for a vocabulary token whose spelling does not
 // start with "Ġ" (the byte-level space) — a piece that continues the word before it — and false
-// for added tokens; the data prep starts a new word after [CLS]/[SEP] whatever this says
-// (docs/decisions/bpe-tokenizer.md).
+// for added tokens (docs/decisions/bpe-tokenizer.md).
 #pragma once
 
 #include <atomic>
