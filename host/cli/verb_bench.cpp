@@ -27,12 +27,18 @@
 // throughput (`train_sequences_per_second`, tokens/s, TFLOP/s, `ms_per_step.step`) and, on a
 // backend that counts them (TransferCounter), `syncs_per_step`: the most times one of its steps
 // made the host wait for the backend.
+//
+// With --layouts the untimed blocks run twice over, each block once unpadded (the model's layers
+// that accept packed tokens on real tokens only) and once padded, on the same data stream, and
+// bench reports both layouts' real tokens per second, the padding share of their batches and the
+// speed-up beside its bound 1 / (1 − padding share).
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -69,6 +75,7 @@ struct TrainingTimes {
   double untimed_seconds = 0;   ///< wall time of the untimed steps, each block ending with the backend idle
   uint64_t sequences = 0;       ///< rows trained on in the untimed steps
   uint64_t tokens = 0;          ///< non-padding tokens among them
+  uint64_t slots = 0;           ///< rows × columns of their padded batches
   int64_t max_host_waits = -1;  ///< the most host waits of one untimed step; -1 when not counted
 };
 
@@ -103,6 +110,7 @@ TrainingTimes time_training(const host::StepRunner& runner, loom::Backend& backe
       const host::StepOutcome outcome = runner.run(step++, false);
       r.sequences += outcome.losses.rows;
       r.tokens += outcome.losses.tokens;
+      r.slots += outcome.losses.slots;
       r.max_host_waits = std::max(r.max_host_waits, outcome.host_waits);
     }
     backend.synchronize();
@@ -111,7 +119,7 @@ TrainingTimes time_training(const host::StepRunner& runner, loom::Backend& backe
   timed(warmup, false);
   (void)untimed(warmup);
   r.phases.reset();
-  r.sequences = r.tokens = 0;
+  r.sequences = r.tokens = r.slots = 0;
   r.max_host_waits = -1;
   for (int done = 0; done < steps; done += kUntimedBlock) {
     const int count = std::min(kUntimedBlock, steps - done);
@@ -119,6 +127,53 @@ TrainingTimes time_training(const host::StepRunner& runner, loom::Backend& backe
     r.untimed_seconds += untimed(count);
   }
   return r;
+}
+
+/// One layout's untimed steps in a --layouts run.
+struct LayoutTimes {
+  double seconds = 0;
+  uint64_t sequences = 0, tokens = 0, slots = 0;  // rows, real tokens, rows × seq
+  nlohmann::json to_json() const {
+    return {{"seconds", seconds},
+            {"sequences_per_second", static_cast<double>(sequences) / seconds},
+            {"real_tokens_per_second", static_cast<double>(tokens) / seconds},
+            {"padding_share", 1.0 - static_cast<double>(tokens) / static_cast<double>(slots)}};
+  }
+};
+
+/// `steps` untimed steps of each layout after `warmup` of each, in alternating blocks.
+std::pair<LayoutTimes, LayoutTimes> time_layouts(const host::StepRunner& runner, loom::Backend& backend,
+                                                 host::Model& model, int warmup, int steps) {
+  LayoutTimes unpadded, padded;
+  uint64_t step = 0;
+  const auto block = [&](bool packs, int count, LayoutTimes* into) {
+    model.set_unpadded(packs);
+    backend.synchronize();
+    const Clock::time_point start = Clock::now();
+    LayoutTimes t;
+    for (int i = 0; i < count; ++i) {
+      const host::StepOutcome outcome = runner.run(step++, false);
+      t.sequences += outcome.losses.rows;
+      t.tokens += outcome.losses.tokens;
+      t.slots += outcome.losses.slots;
+    }
+    backend.synchronize();
+    t.seconds = since(start);
+    if (into == nullptr) return;
+    into->seconds += t.seconds;
+    into->sequences += t.sequences;
+    into->tokens += t.tokens;
+    into->slots += t.slots;
+  };
+  block(true, warmup, nullptr);
+  block(false, warmup, nullptr);
+  for (int done = 0; done < steps; done += kUntimedBlock) {
+    const int count = std::min(kUntimedBlock, steps - done);
+    block(true, count, &unpadded);
+    block(false, count, &padded);
+  }
+  model.set_unpadded(true);
+  return {unpadded, padded};
 }
 
 /// `ms_per_step`: each phase of the timed loop, their sum ("total") and the untimed loop's step
@@ -142,6 +197,7 @@ struct BenchArguments {
   bool profile = false;
   bool inference = false;
   bool memory = false;
+  bool layouts = false;
   InferenceBenchArguments inference_args;
 };
 
@@ -232,6 +288,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
               << loom::OpProfiler::kInterfaceName << "): --profile reports the phases only\n";
   const TrainingTimes times = time_training(steps, backend, profiler, a.warmup, a.steps);
   const double train_seconds = times.untimed_seconds;
+  std::optional<std::pair<LayoutTimes, LayoutTimes>> layouts;
+  if (a.layouts) layouts = time_layouts(steps, backend, model, a.warmup, a.steps);
   // Inference on a batch read now: the training steps have reused the host buffers since.
   loom::BatchShape inference_shape{};
   const auto held = steps.hold_data();  // the dataset is read ahead for training steps
@@ -271,11 +329,27 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       {"global_train_sequences_per_second", world * static_cast<double>(times.sequences) / train_seconds},
       {"train_sequences_per_second", static_cast<double>(times.sequences) / train_seconds},
       {"train_tokens_per_second", static_cast<double>(times.tokens) / train_seconds},
+      {"train_real_tokens_per_second", static_cast<double>(times.tokens) / train_seconds},
+      {"padding_share", 1.0 - static_cast<double>(times.tokens) / static_cast<double>(times.slots)},
+      {"unpadded", model.runs_unpadded()},
       {"inference_sequences_per_second", n * static_cast<double>(inference_batch.batch) / t_inference},
       {"ms_per_step", phase_milliseconds(times.phases, n, train_seconds)},
       {"train_model_tflops_per_second", tflops},
       {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
   if (times.max_host_waits >= 0) result["syncs_per_step"] = times.max_host_waits;
+  std::string layout_line;
+  if (layouts) {
+    const nlohmann::json unpadded = layouts->first.to_json(), padded = layouts->second.to_json();
+    const double speedup = unpadded["real_tokens_per_second"].get<double>() / padded["real_tokens_per_second"].get<double>();
+    const double bound = 1.0 / (1.0 - padded["padding_share"].get<double>());
+    result["layouts"] = {{"unpadded", unpadded}, {"padded", padded}, {"speedup", speedup}, {"bound", bound},
+                         {"share_of_bound", speedup / bound}};
+    layout_line = fmt::format(
+        "  layouts    unpadded {:.0f} real tokens/s, padded {:.0f}: {:.2f}× (bound {:.2f}× at {:.1f}% padding; "
+        "{:.0f}% of it)\n",
+        unpadded["real_tokens_per_second"].get<double>(), padded["real_tokens_per_second"].get<double>(), speedup,
+        bound, 100 * padded["padding_share"].get<double>(), 100 * speedup / bound);
+  }
   // Device memory by class, beside what the backend's allocator reports when it does.
   const host::MemoryAccount account = host::account_device_memory(
       model, model.reserved(),
@@ -324,7 +398,7 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       times.max_host_waits >= 0 ? fmt::format(", at most {} host waits per step", times.max_host_waits) : "";
   std::cout << fmt::format(
       "{}: batch {} × seq {}, {} parameters, {} threads\n"
-      "  training   {:.1f} seq/s, {:.0f} tokens/s, {:.1f} ms/step{}\n"
+      "  training   {:.1f} seq/s, {:.0f} real tokens/s ({:.1f}% padding, {}), {:.1f} ms/step{}\n{}"
       "  phases     ms/step: data {:.2f}, upload {:.2f}, forward {:.1f}, backward {:.1f}, communication "
       "{:.2f}, "
       "optimizer {:.1f}; {:.1f} in all\n{}"
@@ -332,7 +406,8 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       "  memory     device memory by class, for batches up to {} × {}:\n{}",
       a.recipe.recipe, batch.batch, batch.seq, result["parameters"].get<uint64_t>(), backend.threads(),
       result["train_sequences_per_second"].get<double>(), result["train_tokens_per_second"].get<double>(),
-      ms["step"].get<double>(), syncs, ms["data"].get<double>(), ms["upload"].get<double>(),
+      100 * result["padding_share"].get<double>(), model.runs_unpadded() ? "unpadded" : "padded",
+      ms["step"].get<double>(), syncs, layout_line, ms["data"].get<double>(), ms["upload"].get<double>(),
       ms["forward"].get<double>(), ms["backward"].get<double>(), ms["communication"].get<double>(),
       ms["optimizer"].get<double>(), ms["total"].get<double>(), profile_lines,
       result["inference_sequences_per_second"].get<double>(), result["peak_rss_mib"].get<double>(),
@@ -362,6 +437,10 @@ void register_bench_verb(CLI::App& app, GlobalOptions& options) {
       verb->add_flag("--memory", args->memory,
                      "print the account of device memory by class from the model's layout, without training");
   memory->excludes(profile)->excludes(inference);
+  verb->add_flag("--layouts", args->layouts,
+                 "also time unpadded against padded steps, alternating on the same data (real tokens/s each)")
+      ->excludes(inference)
+      ->excludes(memory);
   add_inference_bench_options(*verb, inference, args->inference_args);
   add_plugin_flags(*verb, options);
   verb->callback([&options, args] {

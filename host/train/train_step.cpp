@@ -22,6 +22,7 @@ void add_losses(const StepParts& p, const HostBatch& batch, int32_t rows, bool m
   losses.micro_batches += 1;
   losses.rows += static_cast<uint64_t>(rows);
   for (int64_t i = 0; i < batch.batch * batch.seq; ++i) losses.tokens += batch.attention_mask[i] != 0;
+  losses.slots += static_cast<uint64_t>(rows) * static_cast<uint64_t>(batch.seq);
   if (measure_mlm_accuracy) {
     const Tally t = masked_lm_tally(p.model, *p.components.backend.get(), batch);
     losses.mlm_tally.correct += t.correct, losses.mlm_tally.total += t.total;

@@ -41,6 +41,7 @@ struct StepLosses {
   uint64_t micro_batches = 0;  ///< micro-batches that had rows
   uint64_t rows = 0;           ///< sequences
   uint64_t tokens = 0;         ///< non-padding tokens
+  uint64_t slots = 0;          ///< rows × columns of the padded batches (tokens + padding)
   Tally mlm_tally;             ///< masked-LM accuracy of the last micro-batch, when asked for
 };
 

@@ -115,7 +115,8 @@ def main():
     torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
     config = json.load(open(a.config))
     model = BertForPreTraining(config).to(a.device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, fused=cuda)
+    # fused= exists from torch 2.0 (Debian's CPU torch is 1.13): asked for only on the GPU.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, **({"fused": True} if cuda else {}))
     forward = torch.compile(model) if a.compile else model
     b, t = a.batch, a.seq
     ids = torch.randint(0, config["vocab_size"], (b, t))
