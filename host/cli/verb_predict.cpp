@@ -8,6 +8,8 @@
 // Output (stdout or --output): TSV `prediction<TAB>p(label0)<TAB>...` with a header, or JSONL
 // {"prediction", "probabilities": {label: p}} when --output ends in .jsonl. A regression
 // checkpoint (num_labels = 1, e.g. STS-B) writes its output as `score` / {"score": value}.
+// Texts run in batches of similar length (longest first), unpadded unless --padded
+// (docs/unpadded.md); the output keeps the input's order.
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -157,22 +159,48 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
     for (const auto& l : labels) out << "\tp(" << l << ")";
     out << "\n";
   }
+  // Every text encoded first, then batched in order of length (the longest first), so a batch's
+  // rows have similar lengths and little padding; each line is kept at its text's place and
+  // everything is written in input order at the end.
+  struct Encoded {
+    std::vector<int32_t> ids, types;
+  };
+  std::vector<Encoded> encoded(examples.size());
+  const loom::EncodeOptions encode{static_cast<size_t>(seq), loom::Truncation::longest_first, false};
+  for (size_t i = 0; i < examples.size(); ++i) {
+    const Example& e = examples[i];
+    Encoded& row = encoded[i];
+    row.ids.resize(static_cast<size_t>(seq));
+    row.types.resize(static_cast<size_t>(seq));
+    const loom::EncodedBuffers buffers{row.ids.data(), row.types.data(), nullptr, static_cast<size_t>(seq)};
+    const size_t length = tokenizer.call([&](loom::Tokenizer& t) {
+      return t.encode(e.text.data(), e.text.size(), e.pair.empty() ? nullptr : e.pair.data(), e.pair.size(),
+                      encode, buffers);
+    });
+    row.ids.resize(std::min(length, static_cast<size_t>(seq)));
+    row.types.resize(row.ids.size());
+  }
+  std::vector<size_t> by_length(examples.size());
+  for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
+  std::stable_sort(by_length.begin(), by_length.end(),
+                   [&](size_t x, size_t y) { return encoded[x].ids.size() > encoded[y].ids.size(); });
+  std::vector<std::string> lines(examples.size());
   std::vector<int32_t> ids(static_cast<size_t>(a.batch_size * seq)), types(ids.size()), mask(ids.size());
   for (size_t start = 0; start < examples.size(); start += static_cast<size_t>(a.batch_size)) {
     const size_t rows = std::min(examples.size() - start, static_cast<size_t>(a.batch_size));
+    const int64_t width = static_cast<int64_t>(encoded[by_length[start]].ids.size());  // the batch's longest
     for (size_t r = 0; r < rows; ++r) {
-      const Example& e = examples[start + r];
-      loom::EncodeOptions encode{static_cast<size_t>(seq), loom::Truncation::longest_first, true};
-      loom::EncodedBuffers buffers{ids.data() + r * seq, types.data() + r * seq, mask.data() + r * seq,
-                                   static_cast<size_t>(seq)};
-      tokenizer.call([&](loom::Tokenizer& t) {
-        t.encode(e.text.data(), e.text.size(), e.pair.empty() ? nullptr : e.pair.data(), e.pair.size(),
-                 encode, buffers);
-      });
+      const Encoded& row = encoded[by_length[start + r]];
+      for (int64_t c = 0; c < width; ++c) {
+        const bool real = static_cast<size_t>(c) < row.ids.size();
+        ids[r * width + c] = real ? row.ids[c] : 0;
+        types[r * width + c] = real ? row.types[c] : 0;
+        mask[r * width + c] = real ? 1 : 0;
+      }
     }
     host::HostBatch batch;
     batch.batch = static_cast<int64_t>(rows);
-    batch.seq = seq;
+    batch.seq = width;
     batch.input_ids = ids.data();
     batch.token_type_ids = types.data();
     batch.attention_mask = mask.data();
@@ -180,17 +208,20 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
     model.forward(view, host::StepSettings{false, 0}, staging.packed());
     const loom::Tensor logits = model.output("logits");
     const std::vector<float> host_logits = host::rows_to_host(*backend.get(), logits);
-    const size_t width = regression ? 1 : labels.size();
+    const size_t classes = regression ? 1 : labels.size();
     host::require_finite_outputs(
-        std::span<const float>(host_logits.data(), rows * width), width, "logits", a.checkpoint,
-        [&](size_t r) { return fmt::format("text {} of {}", start + r + 1, a.input); });
-    for (size_t r = 0; r < rows && regression; ++r) {
-      if (jsonl)
-        out << nlohmann::json{{"score", host_logits[r]}}.dump() << "\n";
-      else
-        out << fmt::format("{:.6f}\n", host_logits[r]);
-    }
-    for (size_t r = 0; r < rows && !regression; ++r) {
+        std::span<const float>(host_logits.data(), rows * classes), classes, "logits", a.checkpoint,
+        [&](size_t r) { return fmt::format("text {} of {}", by_length[start + r] + 1, a.input); });
+    for (size_t r = 0; r < rows; ++r) {
+      std::ostringstream line;
+      if (regression) {
+        if (jsonl)
+          line << nlohmann::json{{"score", host_logits[r]}}.dump() << "\n";
+        else
+          line << fmt::format("{:.6f}\n", host_logits[r]);
+        lines[by_length[start + r]] = line.str();
+        continue;
+      }
       const float* row = host_logits.data() + r * labels.size();
       const float top = *std::max_element(row, row + labels.size());
       std::vector<double> p(labels.size());
@@ -204,15 +235,16 @@ void predict(const GlobalOptions& options, const PredictArguments& a) {
       if (jsonl) {
         nlohmann::json probabilities = nlohmann::json::object();
         for (size_t c = 0; c < labels.size(); ++c) probabilities[labels[c]] = p[c];
-        out << nlohmann::json{{"prediction", labels[best]}, {"probabilities", probabilities}}.dump() << "\n";
+        line << nlohmann::json{{"prediction", labels[best]}, {"probabilities", probabilities}}.dump() << "\n";
       } else {
-        out << labels[best];
-        for (double v : p) out << fmt::format("\t{:.6f}", v);
-        out << "\n";
+        line << labels[best];
+        for (double v : p) line << fmt::format("\t{:.6f}", v);
+        line << "\n";
       }
+      lines[by_length[start + r]] = line.str();
     }
-    emit();
   }
+  for (const std::string& line : lines) out << line;
   emit();  // the header of an empty input
   if (file) file->commit();
 }
