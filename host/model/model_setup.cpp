@@ -81,7 +81,7 @@ DatasetModel build_model_for_dataset(const Recipe& recipe, const PluginRegistry&
   d.setup = build_model(recipe, registry, backend, precision, &d.limits, data_setup.tokenizer);
   const loom::ActivationShape shape = activation_shape_for(d.limits);
   d.setup.model->reserve(shape);
-  d.staging = std::make_unique<BatchStaging>(*backend.get(), shape);
+  d.staging = std::make_unique<BatchStaging>(*backend.get(), shape, d.setup.model_config.pad_token_id);
   d.buffers = std::make_unique<HostBatchBuffers>(d.limits);
   return d;
 }

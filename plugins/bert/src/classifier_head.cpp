@@ -21,7 +21,7 @@ using loom::Tensor;
 class ClassifierHead final : public PoolerHead, public loom::ModelArchitecture {
  public:
   const char* architecture() const override { return "BertForSequenceClassification"; }
-  explicit ClassifierHead(loom::ComponentContext&) : PoolerHead("block/bert.classifier-head") {}
+  explicit ClassifierHead(loom::ComponentContext&) : PoolerHead(kBert, "classifier-head") {}
 
   loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
     RegionCarver saved(nullptr, 0, {}, name_.c_str());

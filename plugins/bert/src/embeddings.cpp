@@ -1,7 +1,13 @@
-// block/bert.embeddings: word + position + token-type embeddings → LayerNorm → dropout.
+// block/bert.embeddings, block/roberta.embeddings: word + position + token-type embeddings →
+// LayerNorm → dropout.
 //
-//   sum[b, t]  = word[ids[b, t]] + position[t] + token_type[types[b, t]]    (B, T, H)
+//   sum[b, t]  = word[ids[b, t]] + position[first + t] + token_type[types[b, t]]    (B, T, H)
 //   out        = dropout(LayerNorm(sum))
+// BERT: first = 0. RoBERTa: first = pad_token_id + 1, Hugging Face's position ids of a row padded on
+// the right (create_position_ids_from_input_ids counts the non-padding ids before a token); a padding
+// position gets position pad_token_id there and first + t here, which changes nothing that reaches
+// a real token (its key is masked) nor any gradient (its output has none). RoBERTa's one token type
+// is added to every position, whatever types the data carries (its tokenizer gives none).
 // Saved: sum, LayerNorm mean/rstd. Backward scatters d(sum) into the three tables (the word table's
 // gradient also receives the tied MLM decoder's share, from the pretraining heads). As in Hugging
 // Face (nn.Embedding padding_idx), positions holding [PAD] send no gradient to the word table.
@@ -13,12 +19,13 @@
 namespace loom_bert {
 namespace {
 
+template <const Family& kFamily>
 class Embeddings final : public BertBlock {
  public:
-  explicit Embeddings(loom::ComponentContext&) : BertBlock("block/bert.embeddings") {}
+  explicit Embeddings(loom::ComponentContext&) : BertBlock(kFamily, "embeddings") {}
 
   loom::BlockRole role() const override { return loom::BlockRole::embeddings; }
-  const char* scope() const override { return "bert.embeddings"; }
+  const char* scope() const override { return kFamily.embeddings_scope; }
 
   loom::ActivationBytes activation_bytes(const loom::ActivationShape& shape) const override {
     RegionCarver saved(nullptr, 0, {}, name_.c_str());
@@ -32,16 +39,23 @@ class Embeddings final : public BertBlock {
   void forward(const loom::StepArgs& step, const loom::Tensor&, const loom::Tensor& output) override {
     const loom::BatchView& batch = *step.batch;
     const int64_t B = batch.batch, T = batch.seq, H = config_.hidden_size;
-    if (T > config_.max_position_embeddings)
-      throw loom::Error(
-          name_ + ": sequence length " + std::to_string(T) +
-          " exceeds max_position_embeddings = " + std::to_string(config_.max_position_embeddings));
+    if (first_position() + T > config_.max_position_embeddings)
+      throw loom::Error(name_ + ": sequence length " + std::to_string(T) + " exceeds " +
+                        std::to_string(config_.max_position_embeddings - first_position()) +
+                        " (max_position_embeddings = " + std::to_string(config_.max_position_embeddings) +
+                        (first_position() > 0 ? ", less the " + std::to_string(first_position()) +
+                                                    " positions up to pad_token_id"
+                                              : std::string()) +
+                        ")");
     RegionCarver region(step.saved, step.saved_bytes, be().device(), name_.c_str());
     const Saved s = carve_saved(region, B, T);
     const loom::Tensor sum = s.sum.reshape({B, T, H});
     be().embedding_gather(master(word_), batch.input_ids, sum, false);
-    be().embedding_gather(master(type_), batch.token_type_ids, sum, true);
-    be().bias_add(sum, master(position_).narrow(0, 0, T));
+    if (one_token_type())
+      be().bias_add(sum, master(type_).select(0, 0));
+    else
+      be().embedding_gather(master(type_), batch.token_type_ids, sum, true);
+    be().bias_add(sum, master(position_).narrow(0, first_position(), T));
     be().layernorm_forward(sum, master(gamma_), master(beta_), config_.layer_norm_eps, output, s.mean,
                            s.rstd);
     dropout_forward(step, output, output, config_.hidden_dropout_prob, 0);
@@ -64,11 +78,19 @@ class Embeddings final : public BertBlock {
     } else if (batch.num_word_rows > 0) {  // no [PAD] in the batch
       be().embedding_scatter_add(d_sum, batch.input_ids, grad(word_));
     }
-    be().embedding_scatter_add(d_sum, batch.token_type_ids, grad(type_));
-    be().bias_grad(d_sum, grad(position_).narrow(0, 0, T));
+    if (one_token_type())
+      be().bias_grad(d_sum, grad(type_).select(0, 0));
+    else
+      be().embedding_scatter_add(d_sum, batch.token_type_ids, grad(type_));
+    be().bias_grad(d_sum, grad(position_).narrow(0, first_position(), T));
   }
 
  private:
+  /// The position of column 0.
+  int64_t first_position() const { return kFamily.positions_after_padding_id ? config_.pad_token_id + 1 : 0; }
+  /// RoBERTa with its one token type: row 0 for every token, the data's types unread.
+  bool one_token_type() const { return kFamily.positions_after_padding_id && config_.type_vocab_size == 1; }
+
   struct Saved {
     loom::Tensor sum, mean, rstd;
   };
@@ -93,8 +115,14 @@ class Embeddings final : public BertBlock {
 }  // namespace
 
 loom_component_desc embeddings_component() {
-  return loom::component<loom::Block, Embeddings>(
+  return loom::component<loom::Block, Embeddings<kBert>>(
       "bert.embeddings", "0.1.0", "word + position + token-type embeddings, LayerNorm, dropout");
+}
+
+loom_component_desc roberta_embeddings_component() {
+  return loom::component<loom::Block, Embeddings<kRoberta>>(
+      "roberta.embeddings", "0.1.0",
+      "word + position (from pad_token_id + 1) + token-type embeddings, LayerNorm, dropout (RoBERTa)");
 }
 
 }  // namespace loom_bert

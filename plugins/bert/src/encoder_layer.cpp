@@ -1,4 +1,5 @@
-// block/bert.encoder-layer: one post-LN transformer layer of BERT (docs/reference.md §2.9).
+// block/bert.encoder-layer, block/roberta.encoder-layer: one post-LN transformer layer of BERT
+// (docs/reference.md §2.9); RoBERTa's is the same layer under `roberta.encoder.layer.{i}`.
 //
 //   q, k, v  = x·Wqᵀ + bq, x·Wkᵀ + bk, x·Wvᵀ + bv               (B, T, H) → heads (B, nh, T, d)
 //   probs    = softmax(q·kᵀ / √d + key_mask)                     (B, nh, T, T)
@@ -57,6 +58,7 @@ namespace {
 using loom::DType;
 using loom::Tensor;
 
+template <const Family& kFamily>
 class EncoderLayer final : public BertBlock,
                            public loom::SavedAttentionBytes,
                            public loom::HiddenCopy,
@@ -80,7 +82,7 @@ class EncoderLayer final : public BertBlock,
   };
 
  public:
-  explicit EncoderLayer(loom::ComponentContext&) : BertBlock("block/bert.encoder-layer") {}
+  explicit EncoderLayer(loom::ComponentContext&) : BertBlock(kFamily, "encoder-layer") {}
 
   void setup(const loom::BlockSetup& setup) override {
     BertBlock::setup(setup);
@@ -96,7 +98,7 @@ class EncoderLayer final : public BertBlock,
   loom::BlockRole role() const override { return loom::BlockRole::layer; }
   /// Packed batches: the unfused path on any backend, the fused one where the backend packs too.
   bool accepts_packed_tokens() const override { return !fused_ || packed_ops_ != nullptr; }
-  const char* scope() const override { return "bert.encoder.layer.#"; }
+  const char* scope() const override { return kFamily.layer_scope; }
   /// In 16-bit compute backward reads the 16-bit copy of x, not the f32 input.
   bool backward_reads_input() const override { return !reduced(); }
 
@@ -574,9 +576,16 @@ class EncoderLayer final : public BertBlock,
 }  // namespace
 
 loom_component_desc encoder_layer_component() {
-  return loom::component<loom::Block, EncoderLayer>(
+  return loom::component<loom::Block, EncoderLayer<kBert>>(
       "bert.encoder-layer", "0.1.0",
       "post-LN self-attention (key padding mask) + GELU feed-forward, with dropout",
+      loom::offers<loom::SavedAttentionBytes, loom::BackwardInput, loom::HiddenCopy, loom::PackedTokens>{});
+}
+
+loom_component_desc roberta_encoder_layer_component() {
+  return loom::component<loom::Block, EncoderLayer<kRoberta>>(
+      "roberta.encoder-layer", "0.1.0",
+      "post-LN self-attention (key padding mask) + GELU feed-forward, with dropout (RoBERTa's names)",
       loom::offers<loom::SavedAttentionBytes, loom::BackwardInput, loom::HiddenCopy, loom::PackedTokens>{});
 }
 

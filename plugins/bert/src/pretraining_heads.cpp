@@ -31,7 +31,7 @@ using loom::Tensor;
 class PretrainingHeads final : public PoolerHead, public loom::ModelArchitecture {
  public:
   const char* architecture() const override { return "BertForPreTraining"; }
-  explicit PretrainingHeads(loom::ComponentContext&) : PoolerHead("block/bert.pretraining-heads") {}
+  explicit PretrainingHeads(loom::ComponentContext&) : PoolerHead(kBert, "pretraining-heads") {}
 
   void setup(const loom::BlockSetup& setup) override {
     PoolerHead::setup(setup);

@@ -1,4 +1,5 @@
-// block/bert.span-head: SQuAD-style span extraction (Hugging Face BertForQuestionAnswering).
+// block/bert.span-head, block/roberta.span-head: SQuAD-style span extraction (Hugging Face
+// BertForQuestionAnswering, RobertaForQuestionAnswering: the same Linear on the encoder output).
 //
 //   logits = h·Wqaᵀ + bqa                   (B, T, 2) → start_logits, end_logits (B, T)
 //   loss   = (CE_mean(start_logits, start_positions) + CE_mean(end_logits, end_positions)) / 2
@@ -17,10 +18,11 @@ namespace {
 using loom::DType;
 using loom::Tensor;
 
+template <const Family& kFamily>
 class SpanHead final : public BertBlock, public loom::ModelArchitecture {
  public:
-  const char* architecture() const override { return "BertForQuestionAnswering"; }
-  explicit SpanHead(loom::ComponentContext&) : BertBlock("block/bert.span-head") {}
+  const char* architecture() const override { return kFamily.span_architecture; }
+  explicit SpanHead(loom::ComponentContext&) : BertBlock(kFamily, "span-head") {}
 
   loom::BlockRole role() const override { return loom::BlockRole::head; }
   const char* scope() const override { return ""; }
@@ -107,8 +109,14 @@ class SpanHead final : public BertBlock, public loom::ModelArchitecture {
 }  // namespace
 
 loom_component_desc span_head_component() {
-  return loom::component<loom::Block, SpanHead>(
+  return loom::component<loom::Block, SpanHead<kBert>>(
       "bert.span-head", "0.1.0", "Linear(H, 2) → start/end logits; mean of both cross-entropies",
+      loom::offers<loom::BackwardInput, loom::ModelArchitecture>{});
+}
+
+loom_component_desc roberta_span_head_component() {
+  return loom::component<loom::Block, SpanHead<kRoberta>>(
+      "roberta.span-head", "0.1.0", "Linear(H, 2) → start/end logits; mean of both cross-entropies (RoBERTa)",
       loom::offers<loom::BackwardInput, loom::ModelArchitecture>{});
 }
 
