@@ -110,7 +110,15 @@ INSTANTIATE_TEST_SUITE_P(Blocks, BlockGradient,
                                          GradientCase{"bert.classifier-head", loom::GeluKind::erf, true},
                                          GradientCase{"bert.classifier-head", loom::GeluKind::erf, false, 1},
                                          GradientCase{"bert.classifier-head", loom::GeluKind::erf, true, 1},
-                                         GradientCase{"bert.span-head", loom::GeluKind::erf, false}),
+                                         GradientCase{"bert.span-head", loom::GeluKind::erf, false},
+                                         GradientCase{"roberta.embeddings", loom::GeluKind::erf, false},
+                                         GradientCase{"roberta.embeddings", loom::GeluKind::erf, true},
+                                         GradientCase{"roberta.encoder-layer", loom::GeluKind::erf, false},
+                                         GradientCase{"roberta.pretraining-heads", loom::GeluKind::tanh, false},
+                                         GradientCase{"roberta.classifier-head", loom::GeluKind::erf, false},
+                                         GradientCase{"roberta.classifier-head", loom::GeluKind::erf, true},
+                                         GradientCase{"roberta.classifier-head", loom::GeluKind::erf, false, 1},
+                                         GradientCase{"roberta.span-head", loom::GeluKind::erf, false}),
                          case_name);
 
 // The regression head's loss is Hugging Face's MSELoss over its single logit column, and a batch
@@ -184,7 +192,8 @@ TEST_P(BlockBf16, AgreesWithF32WithinBf16Tolerance) {
 
 INSTANTIATE_TEST_SUITE_P(Blocks, BlockBf16,
                          testing::Values("bert.embeddings", "bert.encoder-layer", "bert.pretraining-heads",
-                                         "bert.classifier-head", "bert.span-head"),
+                                         "bert.classifier-head", "bert.span-head", "roberta.embeddings",
+                                         "roberta.pretraining-heads", "roberta.classifier-head"),
                          [](const testing::TestParamInfo<const char*>& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '.', '_');
