@@ -91,7 +91,7 @@ void run_debug_step(const GlobalOptions& options, const DebugStepArguments& args
   const loom::ActivationShape shape{batch.batch, batch.seq, batch.num_masked()};
   model.set_unpadded(args.unpadded);
   model.reserve(shape);
-  // [PAD] rows get no word-embedding gradient: the config's padding id, not 0 (RoBERTa's is 1).
+  // [PAD] rows get no word-embedding gradient: the config's padding id (not every family's is 0).
   host::BatchStaging staging(backend, shape, config.pad_token_id);
   const loom::BatchView& view = staging.upload(batch.view());
   if (args.unpadded) {
