@@ -244,7 +244,7 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
   if (const std::string architecture = model().architecture(); !architecture.empty())
     setup.bert_config.extra["architectures"] = nlohmann::json::array({architecture});
   model().reserve(shape);
-  staging = std::make_unique<BatchStaging>(backend(), shape);
+  staging = std::make_unique<BatchStaging>(backend(), shape, setup.model_config.pad_token_id);
 
   const auto segments = model().parameters().segments();
   c.optimizer.call([&](loom::Optimizer& o) {

@@ -1,7 +1,7 @@
 // Packed attention and rotary positions (loom::PackedAttention, on backends that offer it): a
 // batch's real tokens back to back, attention within each sequence. Against a float64 reference of
-// the header's definition (dropout's Philox elements those of a [1, H, N, N] tensor) at windows
-// −1, 0, 1, 3 with dropout and an offset: the forward and its analytic gradients; the same
+// the header's definition (each sequence's dropout elements and lse block after the previous
+// sequence's) at windows −1, 0, 1, 3 and beyond, with dropout and an offset: the forward and its analytic gradients; the same
 // sequences padded into [B, T] rows through WindowedAttention give the same values at every real
 // position (what makes an unpadded step equal a padded one); rotation at given positions equals
 // rotary_apply's at those columns; bad starts and positions are named.
@@ -34,7 +34,7 @@ std::vector<int64_t> starts_of(const std::vector<int64_t>& lengths) {
 }
 
 /// Attention in float64 over a packed [N, H, d] activation, as packed_attention.hpp defines it; lse
-/// [H, N]; with d_ctx the analytic gradients too.
+/// sequence after sequence, [H, L] each; with d_ctx the analytic gradients too.
 struct Float64Packed {
   std::vector<double> ctx, lse, dq, dk, dv;
 };
@@ -49,7 +49,9 @@ Float64Packed reference_packed(const std::vector<int64_t>& starts, int64_t H, in
   out.lse.assign(static_cast<size_t>(H * N), 0.0);
   const uint32_t threshold = loom::dropout_threshold(p);
   const auto at = [&](int64_t h, int64_t t) { return (t * H + h) * d; };
-  for (size_t s = 0; s + 1 < starts.size(); ++s)
+  uint64_t first_element = 0;  // H·Σ L² over the sequences before
+  for (size_t s = 0; s + 1 < starts.size(); ++s) {
+    const int64_t L = starts[s + 1] - starts[s];
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = starts[s]; i < starts[s + 1]; ++i) {
         std::vector<int64_t> keys;
@@ -62,11 +64,12 @@ Float64Packed reference_packed(const std::vector<int64_t>& starts, int64_t H, in
           for (int64_t c = 0; c < d; ++c) dot += q[at(h, i) + c] * k[at(h, j) + c];
           score.push_back(scale * dot);
           max = std::max(max, score.back());
-          const auto e = offset + static_cast<uint64_t>((h * N + i) * N + j);
+          const auto e =
+              offset + first_element + static_cast<uint64_t>((h * L + i - starts[s]) * L + j - starts[s]);
           z.push_back(p == 0 ? 1.0 : (loom::philox_word(seed, e) >= threshold ? 1.0 / (1.0 - p) : 0.0));
         }
         for (const double x : score) sum += std::exp(x - max);
-        out.lse[h * N + i] = max + std::log(sum);
+        out.lse[H * starts[s] + h * L + i - starts[s]] = max + std::log(sum);
         for (size_t m = 0; m < keys.size(); ++m)
           for (int64_t c = 0; c < d; ++c)
             out.ctx[at(h, i) + c] += std::exp(score[m] - max) / sum * z[m] * v[at(h, keys[m]) + c];
@@ -84,6 +87,8 @@ Float64Packed reference_packed(const std::vector<int64_t>& starts, int64_t H, in
           }
         }
       }
+    first_element += static_cast<uint64_t>(H * L * L);
+  }
   return out;
 }
 
@@ -103,20 +108,23 @@ struct PackedRun {
         lse(backend, HostTensor::zeros(DType::f32, {1, H, n.T})),
         delta(backend, HostTensor::zeros(DType::f32, {1, H, n.T})),
         sequence_starts(backend, HostTensor::ids(starts, DType::i32, {static_cast<int64_t>(starts.size())})),
+        starts_host(starts.begin(), starts.end()),
         longest(0) {
     (void)test;
     for (size_t s = 0; s + 1 < starts.size(); ++s) longest = std::max(longest, starts[s + 1] - starts[s]);
   }
   void run(loom::PackedAttention& op, float scale, int64_t window, float p, uint64_t seed, uint64_t offset) {
     op.packed_attention_forward(heads(q.view()), heads(k.view()), heads(v.view()), sequence_starts.view(),
-                                longest, scale, window, p, seed, offset, heads(ctx.view()), lse.view());
+                                starts_host.data(), longest, scale, window, p, seed, offset, heads(ctx.view()),
+                                lse.view());
     op.packed_attention_backward(heads(d_ctx.view()), heads(q.view()), heads(k.view()), heads(v.view()),
-                                 heads(ctx.view()), lse.view(), sequence_starts.view(), longest, scale,
-                                 window, p, seed, offset, heads(dq.view()), heads(dk.view()),
+                                 heads(ctx.view()), lse.view(), sequence_starts.view(), starts_host.data(),
+                                 longest, scale, window, p, seed, offset, heads(dq.view()), heads(dk.view()),
                                  heads(dv.view()), delta.view());
   }
   Shape n;
   DeviceTensor q, k, v, d_ctx, ctx, dq, dk, dv, lse, delta, sequence_starts;
+  std::vector<int32_t> starts_host;
   int64_t longest;
 };
 
@@ -220,9 +228,9 @@ TEST_P(PackedAttention, EqualsThePaddedBatchAtEveryRealPosition) {
       expect_close(got, want, same, name);
     }
     const std::vector<float> got_lse = read(run.lse), all_lse = read(lse);
-    std::vector<float> want_lse;
-    for (int64_t h = 0; h < padded.H; ++h)
-      for (int64_t b = 0; b < padded.B; ++b)
+    std::vector<float> want_lse;  // each sequence's [H, L] block in turn
+    for (int64_t b = 0; b < padded.B; ++b)
+      for (int64_t h = 0; h < padded.H; ++h)
         for (int64_t t = 0; t < kLengths[b]; ++t)
           want_lse.push_back(all_lse[(b * padded.H + h) * padded.T + t]);
     expect_close(got_lse, want_lse, same, "lse");
@@ -273,27 +281,18 @@ TEST_P(PackedAttention, BadStartsAndPositionsAreNamed) {
                starts = upload(HostTensor::ids({0, 6}, DType::i32, {2})),
                short_positions = upload(HostTensor::ids({0, 1}, DType::i32, {2}));
   const Tensor h = heads(q.view());
-  expect_error_naming(
-      [&] {
-        op->packed_attention_forward(h, h, h, starts64.view(), 6, 1.0f, -1, 0.0f, 0, 0, heads(ctx.view()),
-                                     lse.view());
-      },
-      {"packed_attention_forward", "starts", "dtype"});
-  expect_error_naming(
-      [&] {
-        op->packed_attention_forward(h, h, h, one.view(), 6, 1.0f, -1, 0.0f, 0, 0, heads(ctx.view()),
-                                     lse.view());
-      },
-      {"packed_attention_forward", "S ≥ 1"});
-  expect_error_naming(
-      [&] {
-        op->packed_attention_forward(h, h, h, starts.view(), 7, 1.0f, -1, 0.0f, 0, 0, heads(ctx.view()),
-                                     lse.view());
-      },
-      {"packed_attention_forward", "max_sequence 7"});
-  expect_error_naming(
-      [&] { op->packed_rotary_apply(h, heads(ctx.view()), short_positions.view(), 10000.0, false); },
-      {"packed_rotary_apply", "positions"});
+  const int32_t whole[2] = {0, 6}, short_of_n[2] = {0, 5}, one_host[1] = {0};
+  const auto forward = [&](const DeviceTensor& device_starts, const int32_t* host_starts, int64_t longest) {
+    op->packed_attention_forward(h, h, h, device_starts.view(), host_starts, longest, 1.0f, -1, 0.0f, 0, 0,
+                                 heads(ctx.view()), lse.view());
+  };
+  expect_error_naming([&] { forward(starts64, whole, 6); }, {"packed_attention_forward", "starts", "dtype"});
+  expect_error_naming([&] { forward(one, one_host, 6); }, {"packed_attention_forward", "S ≥ 1"});
+  expect_error_naming([&] { forward(starts, whole, 7); }, {"packed_attention_forward", "max_sequence 7"});
+  expect_error_naming([&] { forward(starts, short_of_n, 5); }, {"packed_attention_forward", "from 0 to 5"});
+  expect_error_naming([&] { forward(starts, nullptr, 6); }, {"packed_attention_forward", "starts_host"});
+  expect_error_naming([&] { op->packed_rotary_apply(h, heads(ctx.view()), short_positions.view(), 10000.0, false); },
+                      {"packed_rotary_apply", "positions"});
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 // exponential is exactly 0 beside any allowed key, so leaving it out of the sums, in key order,
 // changes no bit — and FusedAttention is the band of every key, the same loops. A row whose band
 // holds no allowed key is uniform over all T keys, as FusedAttention's fully masked rows are, and
-// visits them all. PackedAttention is the case B = 1, T = N without a key mask, where query i's
-// band is further cut to its own sequence's tokens (loom_backend::packed_key_band).
+// visits them all. PackedAttention runs the same loops on each sequence in turn, as a batch of one
+// row of its length without a key mask (loom_backend::for_each_packed_sequence).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -109,39 +109,12 @@ void row_scores(const S* q_row, const S* k, const loom::Tensor& kt, int64_t b, i
     s[j] = scale * dot(q_row, k + row_offset(kt, b, h, j), n.d) + (mask_row != nullptr ? mask_row[j] : 0.0f);
 }
 
-/// The sequence [begin, end) of every packed token (PackedAttention), from the starts; empty for
-/// the padded layout, where a row's keys are its batch row's.
-class TokenSequences {
- public:
-  TokenSequences() = default;
-  TokenSequences(const int32_t* starts, int64_t sequences, int64_t tokens)
-      : begin_(static_cast<size_t>(tokens)), end_(static_cast<size_t>(tokens)) {
-    for (int64_t s = 0; s < sequences; ++s)
-      for (int64_t t = starts[s]; t < starts[s + 1] && t < tokens; ++t) {
-        begin_[static_cast<size_t>(t)] = starts[s];
-        end_[static_cast<size_t>(t)] = starts[s + 1];
-      }
-  }
-  bool packed() const { return !begin_.empty(); }
-  int64_t begin(int64_t t) const { return begin_[static_cast<size_t>(t)]; }
-  int64_t end(int64_t t) const { return end_[static_cast<size_t>(t)]; }
-
- private:
-  std::vector<int64_t> begin_, end_;
-};
-
 /// The keys row i visits: its band, or every key when the band allows none (a uniform row).
 struct RowKeys {
   loom_backend::KeyBand band, visited;
   bool uniform;
 };
-RowKeys row_keys(const AllowedKeys& allowed, const TokenSequences& sequences, int64_t b, int64_t i,
-                 int64_t window, int64_t T) {
-  if (sequences.packed()) {
-    const loom_backend::KeyBand band =
-        loom_backend::packed_key_band(i, sequences.begin(i), sequences.end(i), window);
-    return {band, band, false};
-  }
+RowKeys row_keys(const AllowedKeys& allowed, int64_t b, int64_t i, int64_t window, int64_t T) {
   const loom_backend::KeyBand band = loom_backend::key_band(i, window, T);
   const bool uniform = allowed.none_in(b, band);
   return {band, uniform ? loom_backend::KeyBand{0, T - 1} : band, uniform};
@@ -149,8 +122,8 @@ RowKeys row_keys(const AllowedKeys& allowed, const TokenSequences& sequences, in
 
 template <typename S>
 void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask,
-                  float scale, int64_t window, const TokenSequences& sequences, const DropoutMask& dropout,
-                  const loom::Tensor& ctx, float* lse, const Heads& n, int threads) {
+                  float scale, int64_t window, const DropoutMask& dropout, const loom::Tensor& ctx,
+                  float* lse, const Heads& n, int threads) {
   const S* qp = static_cast<const S*>(q.data);
   const S* kp = static_cast<const S*>(k.data);
   const S* vp = static_cast<const S*>(v.data);
@@ -165,7 +138,7 @@ void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tens
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t b = r / (n.H * n.T), h = (r / n.T) % n.H, i = r % n.T;
-      const RowKeys keys = row_keys(allowed, sequences, b, i, window, n.T);
+      const RowKeys keys = row_keys(allowed, b, i, window, n.T);
       const loom_backend::KeyBand band = keys.band;
       row_scores(qp + row_offset(q, b, h, i), kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale,
                  n, band, s.data());
@@ -192,9 +165,9 @@ void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tens
 template <typename S, typename SD>
 void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
                     const loom::Tensor& v, const loom::Tensor& ctx, const float* lse, const float* mask,
-                    float scale, int64_t window, const TokenSequences& sequences, const DropoutMask& dropout,
-                    const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv, float* delta,
-                    const Heads& n, int threads) {
+                    float scale, int64_t window, const DropoutMask& dropout, const loom::Tensor& dq,
+                    const loom::Tensor& dk, const loom::Tensor& dv, float* delta, const Heads& n,
+                    int threads) {
   const SD* dcp = static_cast<const SD*>(d_ctx.data);
   const S* qp = static_cast<const S*>(q.data);
   const S* kp = static_cast<const S*>(k.data);
@@ -226,7 +199,7 @@ void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom
         float row_delta = 0.0f;
         for (int64_t c = 0; c < n.d; ++c) row_delta += load(dc_row, c) * load(c_row, c);
         delta[r] = row_delta;
-        const RowKeys keys = row_keys(allowed, sequences, b, i, window, n.T);
+        const RowKeys keys = row_keys(allowed, b, i, window, n.T);
         const loom_backend::KeyBand visited = keys.visited;
         row_scores(q_row, kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale, n, keys.band,
                    s.data());
@@ -312,8 +285,8 @@ void CpuBackend::banded_attention_forward(const char* op, const loom::Tensor& q,
         using S = decltype(s);
         const float* mask = key_mask.defined() ? key_mask.data_as<float>() : nullptr;
         const DropoutMask dropout(p, seed, offset);
-        forward_rows<S>(q, k, v, mask, scale, loom_backend::effective_window(window, n.T), TokenSequences{},
-                        dropout, ctx, lse.data_as<float>(), n, threads_);
+        forward_rows<S>(q, k, v, mask, scale, loom_backend::effective_window(window, n.T), dropout, ctx,
+                        lse.data_as<float>(), n, threads_);
       });
 }
 
@@ -338,8 +311,8 @@ void CpuBackend::banded_attention_backward(const char* op, const loom::Tensor& d
         const int64_t band = loom_backend::effective_window(window, n.T);
         auto run = [&](auto sd) {
           using SD = decltype(sd);
-          backward_heads<S, SD>(d_ctx, q, k, v, ctx, lse.data_as<float>(), mask, scale, band,
-                                TokenSequences{}, dropout, dq, dk, dv, delta.data_as<float>(), n, threads_);
+          backward_heads<S, SD>(d_ctx, q, k, v, ctx, lse.data_as<float>(), mask, scale, band, dropout, dq, dk,
+                                dv, delta.data_as<float>(), n, threads_);
         };
         // d_ctx is f32 or q's dtype (the contract): a choice of two, not a dispatch over the three
         // storage types, so no kernel is compiled for a pairing that cannot occur.
@@ -351,49 +324,54 @@ void CpuBackend::banded_attention_backward(const char* op, const loom::Tensor& d
 }
 
 void CpuBackend::packed_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
-                                          const loom::Tensor& starts, int64_t max_sequence, float scale,
-                                          int64_t window, float p, uint64_t seed, uint64_t offset,
-                                          const loom::Tensor& ctx, const loom::Tensor& lse) {
+                                          const loom::Tensor& starts, const int32_t* starts_host,
+                                          int64_t max_sequence, float scale, int64_t window, float p,
+                                          uint64_t seed, uint64_t offset, const loom::Tensor& ctx,
+                                          const loom::Tensor& lse) {
   run_op(
       "packed_attention_forward",
       [&](const ArgumentChecks& check) {
-        return loom_backend::check_packed_attention_forward(check, q, k, v, starts, max_sequence, p, ctx,
-                                                            lse);
+        return loom_backend::check_packed_attention_forward(check, q, k, v, starts, starts_host, max_sequence, p,
+                                                            ctx, lse);
       },
       {q.dtype},
       [&](const loom_backend::PackedDims& packed, auto s) {
         using S = decltype(s);
-        const Heads n = heads_of(packed.heads);
-        const TokenSequences sequences(starts.data_as<int32_t>(), packed.sequences, n.T);
-        forward_rows<S>(q, k, v, nullptr, scale, loom_backend::effective_window(window, n.T), sequences,
-                        DropoutMask(p, seed, offset), ctx, lse.data_as<float>(), n, threads_);
+        loom_backend::for_each_packed_sequence(packed, starts_host, [&](const loom_backend::PackedSequenceCall& c) {
+          const Heads n{1, packed.heads.heads, c.length, packed.heads.head_dim};
+          forward_rows<S>(c.rows(q), c.rows(k), c.rows(v), nullptr, scale,
+                          loom_backend::effective_window(window, c.length),
+                          DropoutMask(p, seed, offset + c.first_element), c.rows(ctx),
+                          lse.data_as<float>() + c.first_statistic, n, threads_);
+        });
       });
 }
 
-void CpuBackend::packed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q,
-                                           const loom::Tensor& k, const loom::Tensor& v,
-                                           const loom::Tensor& ctx, const loom::Tensor& lse,
-                                           const loom::Tensor& starts, int64_t max_sequence, float scale,
-                                           int64_t window, float p, uint64_t seed, uint64_t offset,
-                                           const loom::Tensor& dq, const loom::Tensor& dk,
-                                           const loom::Tensor& dv, const loom::Tensor& delta) {
+void CpuBackend::packed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                                           const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& lse,
+                                           const loom::Tensor& starts, const int32_t* starts_host,
+                                           int64_t max_sequence, float scale, int64_t window, float p,
+                                           uint64_t seed, uint64_t offset, const loom::Tensor& dq,
+                                           const loom::Tensor& dk, const loom::Tensor& dv, const loom::Tensor& delta) {
   run_op(
       "packed_attention_backward",
       [&](const ArgumentChecks& check) {
-        return loom_backend::check_packed_attention_backward(check, d_ctx, q, k, v, ctx, lse, starts,
+        return loom_backend::check_packed_attention_backward(check, d_ctx, q, k, v, ctx, lse, starts, starts_host,
                                                              max_sequence, p, dq, dk, dv, delta);
       },
       {q.dtype},
       [&](const loom_backend::PackedDims& packed, auto s) {
         using S = decltype(s);
-        const Heads n = heads_of(packed.heads);
-        const TokenSequences sequences(starts.data_as<int32_t>(), packed.sequences, n.T);
-        const int64_t band = loom_backend::effective_window(window, n.T);
         auto run = [&](auto sd) {
           using SD = decltype(sd);
-          backward_heads<S, SD>(d_ctx, q, k, v, ctx, lse.data_as<float>(), nullptr, scale, band, sequences,
-                                DropoutMask(p, seed, offset), dq, dk, dv, delta.data_as<float>(), n,
-                                threads_);
+          loom_backend::for_each_packed_sequence(packed, starts_host, [&](const loom_backend::PackedSequenceCall& c) {
+            const Heads n{1, packed.heads.heads, c.length, packed.heads.head_dim};
+            backward_heads<S, SD>(c.rows(d_ctx), c.rows(q), c.rows(k), c.rows(v), c.rows(ctx),
+                                  lse.data_as<float>() + c.first_statistic, nullptr, scale,
+                                  loom_backend::effective_window(window, c.length),
+                                  DropoutMask(p, seed, offset + c.first_element), c.rows(dq), c.rows(dk),
+                                  c.rows(dv), delta.data_as<float>() + c.first_statistic, n, threads_);
+          });
         };
         if (d_ctx.dtype == DType::f32)
           run(float{});

@@ -155,15 +155,15 @@ class CpuBackend final : public loom::Backend,
   void rotary_apply(const loom::Tensor& x, const loom::Tensor& y, double theta, bool inverse) override;
 
   // PackedAttention (named interface; attention.cpp, rotary_embedding.cpp): the same attention code
-  // with each query's band cut to its sequence, and the rotation at given positions.
+  // on each sequence in turn, and the rotation at given positions.
   void packed_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
-                                const loom::Tensor& starts, int64_t max_sequence, float scale, int64_t window,
-                                float p, uint64_t seed, uint64_t offset, const loom::Tensor& ctx,
-                                const loom::Tensor& lse) override;
+                                const loom::Tensor& starts, const int32_t* starts_host, int64_t max_sequence,
+                                float scale, int64_t window, float p, uint64_t seed, uint64_t offset,
+                                const loom::Tensor& ctx, const loom::Tensor& lse) override;
   void packed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
                                  const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& lse,
-                                 const loom::Tensor& starts, int64_t max_sequence, float scale,
-                                 int64_t window, float p, uint64_t seed, uint64_t offset,
+                                 const loom::Tensor& starts, const int32_t* starts_host, int64_t max_sequence,
+                                 float scale, int64_t window, float p, uint64_t seed, uint64_t offset,
                                  const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                                  const loom::Tensor& delta) override;
   void packed_rotary_apply(const loom::Tensor& x, const loom::Tensor& y, const loom::Tensor& positions,

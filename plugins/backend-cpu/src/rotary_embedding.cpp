@@ -100,8 +100,9 @@ void CpuBackend::packed_rotary_apply(const loom::Tensor& x, const loom::Tensor& 
             loom_backend::check_packed_rotary_apply(check, x, y, positions, theta);
         const int32_t* at = positions.data_as<int32_t>();
         for (int64_t t = 0; t < n.seq; ++t)
-          check.require(at[t] >= 0,
-                        "positions[" + std::to_string(t) + "] = " + std::to_string(at[t]) + " is negative");
+          check.require(at[t] >= 0 && at[t] < n.seq, "positions[" + std::to_string(t) + "] = " +
+                                                         std::to_string(at[t]) + " is outside [0, N = " +
+                                                         std::to_string(n.seq) + ")");
         return n;
       },
       {x.dtype},

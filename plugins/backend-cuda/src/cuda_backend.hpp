@@ -66,6 +66,7 @@ class CudaBackend final : public loom::Backend,
                           public loom::FusedAttention,
                           public loom::WindowedAttention,
                           public loom::RotaryEmbedding,
+                          public loom::PackedAttention,
                           public loom::GatedGelu,
                           public loom::DeviceDescription,
                           public loom::OptimizerSteps,
@@ -177,6 +178,22 @@ class CudaBackend final : public loom::Backend,
   // cos/sin factors of each (position, pair) computed on the host as backend/cpu computes them
   // and kept on the device per (theta, d).
   void rotary_apply(const loom::Tensor& x, const loom::Tensor& y, double theta, bool inverse) override;
+
+  // PackedAttention (named interface; packed_attention.cpp, rotary_embedding.cu): WindowedAttention's
+  // kernels on each sequence in turn (one launch set per sequence), and the rotary kernel reading
+  // each row's position, checked on the device.
+  void packed_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                                const loom::Tensor& starts, const int32_t* starts_host, int64_t max_sequence,
+                                float scale, int64_t window, float p, uint64_t seed, uint64_t offset,
+                                const loom::Tensor& ctx, const loom::Tensor& lse) override;
+  void packed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                                 const loom::Tensor& v, const loom::Tensor& ctx, const loom::Tensor& lse,
+                                 const loom::Tensor& starts, const int32_t* starts_host, int64_t max_sequence,
+                                 float scale, int64_t window, float p, uint64_t seed, uint64_t offset,
+                                 const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                                 const loom::Tensor& delta) override;
+  void packed_rotary_apply(const loom::Tensor& x, const loom::Tensor& y, const loom::Tensor& positions,
+                           double theta, bool inverse) override;
 
   // GatedGelu (named interface; gated_gelu.cu): GeGLU forward and backward in one element-wise
   // pass each, with bias + GELU's GELU forms (gelu_forms.cuh).

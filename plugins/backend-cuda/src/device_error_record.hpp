@@ -25,7 +25,8 @@ enum class CheckedOp : int32_t {
   none = 0,
   embedding_gather = 1,
   embedding_scatter_add = 2,
-  cross_entropy = 3
+  cross_entropy = 3,
+  packed_rotary_apply = 4
 };
 
 /// The first invalid id/target since the record was last reported. A kernel claims it with an
@@ -49,6 +50,8 @@ inline const char* checked_op_name(int32_t op) {
       return "embedding_scatter_add";
     case CheckedOp::cross_entropy:
       return "cross_entropy";
+    case CheckedOp::packed_rotary_apply:
+      return "packed_rotary_apply";
     case CheckedOp::none:
       break;
   }

@@ -14,7 +14,8 @@ LOOM_PLUGIN(
         "cuda", "0.3.0",
         "f32 + bf16/f16 ops and fused (also windowed) attention on one GPU; options device, tf32, "
         "sync_check, tensor_core_attention",
-        loom::offers<loom::FusedAttention, loom::WindowedAttention, loom::RotaryEmbedding, loom::GatedGelu,
+        loom::offers<loom::FusedAttention, loom::WindowedAttention, loom::RotaryEmbedding, loom::PackedAttention,
+                     loom::GatedGelu,
                      loom::DeviceDescription, loom::OptimizerSteps, loom::OptimizerWorkingCopy,
                      loom::ResidualLayerNorm, loom::ResidualLayerNormBackwardCopy, loom::LinearBias,
                      loom::BiasGeluBackwardCopy, loom::BiasGradCopy, loom::GemmExtentAlignment,

@@ -12,11 +12,17 @@
 // d/2 % 4 == 0 and every row starts aligned, else one thread per pair. A thread reads both halves
 // of its pairs before writing them, so y may be x. Each output is two f32 products, each rounded,
 // then their rounded sum or difference (no FMA: __fmul_rn, __fadd_rn), rounded once to the
-// storage type; the inverse rotation negates the sine.
+// storage type; the inverse rotation negates the sine. packed_rotary_apply is the same kernel reading
+// each row's position from a tensor (checked on the device, index_checks.cuh: a row whose position
+// is outside the table is left alone and the error reported at the next wait).
+//
+// Threads of the kernel do not cooperate (no shared memory, no shuffles): each owns its pairs.
 #include "attention_problem.cuh"
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "float_storage.cuh"
+#include "index_checks.cuh"
+#include "loom_backend/packed_attention_contract.hpp"
 #include "loom_backend/rotary_embedding_contract.hpp"
 #include "op_preamble.cuh"
 #include "row_quads.cuh"
@@ -48,15 +54,18 @@ __device__ __forceinline__ RowItem row_item(int64_t e, int64_t per_row, int64_t 
 /// kVector: quads of pairs (half % 4 == 0, every row of x and y and the table quad-aligned); else
 /// one pair per item.
 template <typename S, bool kVector>
-__global__ void rotary_kernel(HeadView<const S> x, HeadView<S> y, const float* factors, int64_t heads,
-                              int64_t seq, int64_t half, int64_t items, float sine_sign) {
+__global__ void rotary_kernel(HeadView<const S> x, HeadView<S> y, const float* factors, const int32_t* positions,
+                              int64_t table_rows, int64_t heads, int64_t seq, int64_t half, int64_t items,
+                              float sine_sign) {
   const int64_t per_row = kVector ? half / 4 : half;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < items;
        e += int64_t{gridDim.x} * blockDim.x) {
     const RowItem item = row_item(e, per_row, heads, seq);
     const S* in = x.row(item.b, item.h, item.t);
     S* out = y.row(item.b, item.h, item.t);
-    const float* cosines = factors + item.t * 2 * half;
+    const int64_t position = positions != nullptr ? positions[item.t] : item.t;
+    if (position < 0 || position >= table_rows) continue;  // reported by the position check
+    const float* cosines = factors + position * 2 * half;
     const float* sines = cosines + half;
     if constexpr (kVector) {
       float lo[4], hi[4], c[4], s[4];
@@ -119,6 +128,30 @@ const float* CudaBackend::rotary_factors(double theta, int64_t head_dim, int64_t
   return device;
 }
 
+namespace {
+
+/// Launches the rotary kernel over the [B, H, T, d] views (positions: i32 [T], or null for t).
+template <typename S>
+void launch_rotary(const loom::Tensor& x, const loom::Tensor& y, const loom_backend::AttentionDims& n,
+                   const float* factors, const int32_t* positions, int64_t table_rows, bool inverse,
+                   cudaStream_t stream) {
+  const int64_t half = n.head_dim / 2, rows = n.batch * n.heads * n.seq;
+  const float sine_sign = inverse ? -1.0f : 1.0f;
+  const auto in = head_view<const S>(x);
+  const auto out = head_view<S>(y);
+  if (half % 4 == 0 && rows_quad_aligned<S>(x) && rows_quad_aligned<S>(y)) {
+    const int64_t items = rows * (half / 4);
+    rotary_kernel<S, true><<<grid_for(items, kThreads), kThreads, 0, stream>>>(
+        in, out, factors, positions, table_rows, n.heads, n.seq, half, items, sine_sign);
+  } else {
+    const int64_t items = rows * half;
+    rotary_kernel<S, false><<<grid_for(items, kThreads), kThreads, 0, stream>>>(
+        in, out, factors, positions, table_rows, n.heads, n.seq, half, items, sine_sign);
+  }
+}
+
+}  // namespace
+
 void CudaBackend::rotary_apply(const loom::Tensor& x, const loom::Tensor& y, double theta, bool inverse) {
   run_op(
       "rotary_apply",
@@ -126,20 +159,24 @@ void CudaBackend::rotary_apply(const loom::Tensor& x, const loom::Tensor& y, dou
       {x.dtype},
       [&](const loom_backend::AttentionDims& n, auto storage) {
         using S = decltype(storage);
-        const int64_t half = n.head_dim / 2, rows = n.batch * n.heads * n.seq;
-        const float* factors = rotary_factors(theta, n.head_dim, n.seq);
-        const float sine_sign = inverse ? -1.0f : 1.0f;
-        const auto in = head_view<const S>(x);
-        const auto out = head_view<S>(y);
-        if (half % 4 == 0 && rows_quad_aligned<S>(x) && rows_quad_aligned<S>(y)) {
-          const int64_t items = rows * (half / 4);
-          rotary_kernel<S, true><<<grid_for(items, kThreads), kThreads, 0, stream_>>>(
-              in, out, factors, n.heads, n.seq, half, items, sine_sign);
-        } else {
-          const int64_t items = rows * half;
-          rotary_kernel<S, false><<<grid_for(items, kThreads), kThreads, 0, stream_>>>(
-              in, out, factors, n.heads, n.seq, half, items, sine_sign);
-        }
+        launch_rotary<S>(x, y, n, rotary_factors(theta, n.head_dim, n.seq), nullptr, n.seq, inverse, stream_);
+      });
+}
+
+void CudaBackend::packed_rotary_apply(const loom::Tensor& x, const loom::Tensor& y, const loom::Tensor& positions,
+                                      double theta, bool inverse) {
+  run_op(
+      "packed_rotary_apply",
+      [&](const ArgumentChecks& check) {
+        return loom_backend::check_packed_rotary_apply(check, x, y, positions, theta);
+      },
+      {x.dtype},
+      [&](const loom_backend::AttentionDims& n, auto storage) {
+        using S = decltype(storage);
+        // Positions lie in [0, N) (the header): a table of N rows serves every one.
+        check_indices_on_device(*this, CheckedOp::packed_rotary_apply, positions, n.seq, false, 0, nullptr);
+        launch_rotary<S>(x, y, n, rotary_factors(theta, n.head_dim, n.seq), positions.data_as<int32_t>(), n.seq,
+                         inverse, stream_);
       });
 }
 

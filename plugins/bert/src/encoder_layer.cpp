@@ -149,10 +149,10 @@ class EncoderLayer final : public BertBlock,
       project(x_c, v_weight_, master(v_bias_), w.tmp, s.v);
     }
     if (fused_ && loom_blocks::is_packed(*step.batch)) {
-      packed_ops_->packed_attention_forward(heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T),
-                                            step.batch->sequence_starts, step.batch->max_sequence,
-                                            attention_scale(), -1, attention_dropout(step), dropout_key(step), 0,
-                                            heads(s.ctx, B, T), s.lse);
+      packed_ops_->packed_attention_forward(
+          heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), step.batch->sequence_starts,
+          step.batch->sequence_starts_host, step.batch->max_sequence, attention_scale(), -1, attention_dropout(step),
+          dropout_key(step), 0, heads(s.ctx, B, T), s.lse);
     } else if (fused_) {
       fused_attention_ops_->attention_forward(
           heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), step.batch->attention_bias, attention_scale(),
@@ -225,8 +225,9 @@ class EncoderLayer final : public BertBlock,
     if (fused_ && loom_blocks::is_packed(*step.batch)) {
       packed_ops_->packed_attention_backward(
           heads(w.d_ctx, B, T), heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), heads(s.ctx, B, T), s.lse,
-          step.batch->sequence_starts, step.batch->max_sequence, attention_scale(), -1, attention_dropout(step),
-          dropout_key(step), 0, heads(w.d_q, B, T), heads(w.d_k, B, T), heads(w.d_v, B, T), w.delta);
+          step.batch->sequence_starts, step.batch->sequence_starts_host, step.batch->max_sequence, attention_scale(),
+          -1, attention_dropout(step), dropout_key(step), 0, heads(w.d_q, B, T), heads(w.d_k, B, T),
+          heads(w.d_v, B, T), w.delta);
     } else if (fused_) {
       fused_attention_ops_->attention_backward(
           heads(w.d_ctx, B, T), heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), heads(s.ctx, B, T),

@@ -85,8 +85,9 @@ class EncoderLayer final : public ModernBlock, public loom::PackedTokens {
     rotate(*step.batch, heads(s.qkv, 1, B, T), false);
     if (loom_blocks::is_packed(*step.batch)) {
       packed_->packed_attention_forward(heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T),
-                                        step.batch->sequence_starts, step.batch->max_sequence, scale(), window(),
-                                        attention_dropout(step), dropout_key(step), 0, heads(s.ctx, 0, B, T), s.lse);
+                                        step.batch->sequence_starts, step.batch->sequence_starts_host,
+                                        step.batch->max_sequence, scale(), window(), attention_dropout(step),
+                                        dropout_key(step), 0, heads(s.ctx, 0, B, T), s.lse);
     } else {
       attention_->windowed_attention_forward(heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T),
                                              step.batch->attention_bias, scale(), window(),
@@ -135,9 +136,9 @@ class EncoderLayer final : public ModernBlock, public loom::PackedTokens {
     if (loom_blocks::is_packed(*step.batch)) {
       packed_->packed_attention_backward(
           heads(w.d_ctx, 0, B, T), heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T),
-          heads(s.ctx, 0, B, T), s.lse, step.batch->sequence_starts, step.batch->max_sequence, scale(), window(),
-          attention_dropout(step), dropout_key(step), 0, heads(d_qkv, 0, B, T), heads(d_qkv, 1, B, T),
-          heads(d_qkv, 2, B, T), w.delta);
+          heads(s.ctx, 0, B, T), s.lse, step.batch->sequence_starts, step.batch->sequence_starts_host,
+          step.batch->max_sequence, scale(), window(), attention_dropout(step), dropout_key(step), 0,
+          heads(d_qkv, 0, B, T), heads(d_qkv, 1, B, T), heads(d_qkv, 2, B, T), w.delta);
     } else {
       attention_->windowed_attention_backward(
           heads(w.d_ctx, 0, B, T), heads(s.qkv, 0, B, T), heads(s.qkv, 1, B, T), heads(s.qkv, 2, B, T),
