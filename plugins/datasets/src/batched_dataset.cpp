@@ -24,31 +24,52 @@ int32_t padded_length(int32_t longest, int32_t max_seq_length) {
 }
 
 void BatchedDataset::start(const loom::DatasetSetup& setup, std::vector<uint64_t> group_sizes, bool shuffle,
-                           bool drop_last, const loom::BatchLimits& limits) {
+                           bool drop_last, const loom::BatchLimits& limits, const TokenBudget& budget) {
   if (setup.world_size < 1 || setup.rank < 0 || setup.rank >= setup.world_size)
     throw loom::Error("dataset: rank " + std::to_string(setup.rank) + " of world size " +
                       std::to_string(setup.world_size) + " is not a valid process");
+  if (budget.enabled() && drop_last)
+    throw loom::Error("dataset: drop_last does not combine with batch_tokens");
   group_sizes_ = std::move(group_sizes);
   shuffle_ = shuffle;
   drop_last_ = drop_last;
   seed_ = setup.seed;
   slicing_ = RankSlicing{setup.rank, setup.world_size, static_cast<uint64_t>(limits.batch_size)};
   limits_ = limits;
+  budget_ = budget;
   total_ = 0;
   for (uint64_t size : group_sizes_) total_ += size;
-  rank_size_ = rank_share(total_, slicing_, drop_last_);
-  if (rank_size_ == 0)
-    throw loom::Error("dataset: rank " + std::to_string(setup.rank) + " gets no instance (" +
-                      std::to_string(total_) + " instances for " + std::to_string(setup.world_size) +
-                      " ranks of batch_size " + std::to_string(limits_.batch_size) +
-                      (drop_last_ ? " with drop_last" : "") + "): use fewer ranks or a smaller batch_size");
+  if (budget_.enabled()) {
+    // A rank's share depends on the packing (counted on demand by rank_size()); every rank can
+    // have an instance when the epoch has one per rank.
+    rank_size_ = total_;
+    if (total_ < static_cast<uint64_t>(setup.world_size))
+      throw loom::Error("dataset: " + std::to_string(total_) + " instances cannot give each of " +
+                        std::to_string(setup.world_size) + " ranks one: use fewer ranks");
+  } else {
+    rank_size_ = rank_share(total_, slicing_, drop_last_);
+    if (rank_size_ == 0)
+      throw loom::Error("dataset: rank " + std::to_string(setup.rank) + " gets no instance (" +
+                        std::to_string(total_) + " instances for " + std::to_string(setup.world_size) +
+                        " ranks of batch_size " + std::to_string(limits_.batch_size) +
+                        (drop_last_ ? " with drop_last" : "") + "): use fewer ranks or a smaller batch_size");
+  }
+  budget_rank_size_ = UINT64_MAX;
   cursor_ = {0, 0};
   order_epoch_ = UINT64_MAX;
+  window_epoch_ = UINT64_MAX;
   open_ = true;
 }
 
 void BatchedDataset::require_open() const {
   if (!open_) throw loom::Error("dataset: open() must be called first");
+}
+
+uint64_t BatchedDataset::rank_size() const {
+  if (!budget_.enabled() || slicing_.world == 1) return rank_size_;
+  // Reads the epoch's rows once through load_row; the host does not ask for it during a run.
+  if (budget_rank_size_ == UINT64_MAX) budget_rank_size_ = const_cast<BatchedDataset*>(this)->budget_rank_share();
+  return budget_rank_size_;
 }
 
 loom::BatchLimits BatchedDataset::limits() const {
@@ -64,6 +85,9 @@ void BatchedDataset::seek(const loom::DatasetCursor& cursor) {
                       " instances of an epoch (was the checkpoint made with other data?)");
   cursor_ = cursor;
   order_epoch_ = UINT64_MAX;
+  window_epoch_ = UINT64_MAX;
+  // By token budget the position must start a bin of its window: checked here, at resume.
+  if (budget_.enabled() && cursor.position < total_) load_window(cursor.epoch, cursor.position);
 }
 
 uint64_t BatchedDataset::epoch_end(uint64_t start) const {
@@ -80,8 +104,15 @@ void BatchedDataset::prepare_order() {
   order_epoch_ = cursor_.epoch;
 }
 
+void BatchedDataset::check_length(const Row& row) const {
+  if (row.ids.size() > static_cast<size_t>(limits_.max_seq_length))
+    throw loom::Error("dataset: an instance has " + std::to_string(row.ids.size()) +
+                      " tokens, more than max_seq_length " + std::to_string(limits_.max_seq_length));
+}
+
 loom::BatchShape BatchedDataset::next_batch(const loom::BatchBuffers& out) {
   require_open();
+  if (budget_.enabled()) return next_budget_batch(out);
   prepare_order();
   if (cursor_.position >= order_end_) {
     cursor_ = {cursor_.epoch + 1, 0};
@@ -93,22 +124,29 @@ loom::BatchShape BatchedDataset::next_batch(const loom::BatchBuffers& out) {
   const uint64_t global_rows = std::min(global_batch, order_end_ - cursor_.position);
   const uint64_t first = (cursor_.position - order_start_) / global_batch * slicing_.batch_size;
   const auto rows = static_cast<int32_t>(slicing_.rows_of(global_rows));
-  const std::vector<uint64_t>& order = order_;
   rows_.resize(static_cast<size_t>(rows));
-  int32_t longest = 0;
+  row_pointers_.resize(static_cast<size_t>(rows));
   for (int32_t r = 0; r < rows; ++r) {
     Row& row = rows_[static_cast<size_t>(r)];
     row = Row{};
-    load_row(order[first + static_cast<uint64_t>(r)], cursor_.epoch, row);
-    if (row.ids.size() > static_cast<size_t>(limits_.max_seq_length))
-      throw loom::Error("dataset: an instance has " + std::to_string(row.ids.size()) +
-                        " tokens, more than max_seq_length " + std::to_string(limits_.max_seq_length));
-    longest = std::max(longest, static_cast<int32_t>(row.ids.size()));
+    load_row(order_[first + static_cast<uint64_t>(r)], cursor_.epoch, row);
+    check_length(row);
+    row_pointers_[static_cast<size_t>(r)] = &row;
   }
+  loom::BatchShape shape = write_rows(row_pointers_.data(), order_.data() + first, rows, out);
+  cursor_.position += global_rows;
+  shape.last_in_epoch = cursor_.position == order_end_ ? 1 : 0;
+  return shape;
+}
+
+loom::BatchShape BatchedDataset::write_rows(const Row* const* rows_in, const uint64_t* instances, int32_t rows,
+                                            const loom::BatchBuffers& out) const {
+  int32_t longest = 0;
+  for (int32_t r = 0; r < rows; ++r) longest = std::max(longest, static_cast<int32_t>(rows_in[r]->ids.size()));
   const int32_t seq = rows == 0 ? 0 : padded_length(longest, limits_.max_seq_length);
   const int32_t predictions = limits_.max_predictions;
   for (int32_t r = 0; r < rows; ++r) {
-    const Row& row = rows_[static_cast<size_t>(r)];
+    const Row& row = *rows_in[r];
     const size_t base = static_cast<size_t>(r) * static_cast<size_t>(seq);
     const auto length = static_cast<int32_t>(row.ids.size());
     for (int32_t c = 0; c < seq; ++c) {
@@ -118,8 +156,7 @@ loom::BatchShape BatchedDataset::next_batch(const loom::BatchBuffers& out) {
       if (out.attention_mask) out.attention_mask[base + c] = real ? 1 : 0;
       if (out.mlm_labels) out.mlm_labels[base + c] = loom::kIgnoreLabel;
     }
-    const uint64_t instance = order[first + static_cast<uint64_t>(r)];
-    if (out.instance_ids) out.instance_ids[r] = instance;
+    if (out.instance_ids) out.instance_ids[r] = instances[r];
     switch (limits_.task) {
       case loom::BatchTask::pretraining: {
         const size_t prediction_base = static_cast<size_t>(r) * static_cast<size_t>(predictions);
@@ -150,8 +187,6 @@ loom::BatchShape BatchedDataset::next_batch(const loom::BatchBuffers& out) {
   shape.seq = seq;
   shape.predictions = limits_.task == loom::BatchTask::pretraining ? predictions : 0;
   shape.epoch = cursor_.epoch;
-  cursor_.position += global_rows;
-  shape.last_in_epoch = cursor_.position == order_end_ ? 1 : 0;
   return shape;
 }
 

@@ -1,6 +1,8 @@
 // BatchedDataset: the part of loom::Dataset every dataset here shares — epoch order per rank
 // (epoch_order.hpp), the global (epoch, position) cursor, and packing rows into the host's buffers with
 // per-batch padding to the longest row rounded up to a multiple of 8 (dataset.hpp contract).
+// Micro-batches hold batch_size sequences, or, with a token budget (token_budget_options.hpp),
+// the bins best-fit packs from windows of the epoch's sequence (token_budget_batches.cpp).
 // A concrete dataset reads its options, then in `open()` calls `start()` with its group sizes and
 // limits, and implements `load_row` (one instance as unpadded token ids plus labels).
 #pragma once
@@ -12,6 +14,8 @@
 
 #include "epoch_order.hpp"
 #include "loom/sdk/dataset.hpp"
+#include "token_budget_options.hpp"
+#include "token_budget_packing.hpp"
 
 namespace loom_datasets {
 
@@ -37,16 +41,18 @@ int32_t padded_length(int32_t longest, int32_t max_seq_length);
 class BatchedDataset : public loom::Dataset {
  public:
   uint64_t size() const override { return total_; }
-  uint64_t rank_size() const override { return rank_size_; }
+  uint64_t rank_size() const override;
   loom::BatchLimits limits() const override;
   loom::DatasetCursor cursor() const override { return cursor_; }
   void seek(const loom::DatasetCursor& cursor) override;
   loom::BatchShape next_batch(const loom::BatchBuffers& out) override;
 
  protected:
-  /// Call at the end of `open()`. `group_sizes`: instances per group (file) in id order.
+  /// Call at the end of `open()`. `group_sizes`: instances per group (file) in id order. A
+  /// `budget` that is enabled fills micro-batches by real tokens (limits.batch_size is then the
+  /// row cap) and excludes `drop_last`.
   void start(const loom::DatasetSetup& setup, std::vector<uint64_t> group_sizes, bool shuffle, bool drop_last,
-             const loom::BatchLimits& limits);
+             const loom::BatchLimits& limits, const TokenBudget& budget = {});
   /// Fills `row` with instance `instance` as seen in `epoch` (epoch matters for dynamic masking).
   virtual void load_row(uint64_t instance, uint64_t epoch, Row& row) = 0;
   uint64_t seed() const { return seed_; }
@@ -57,6 +63,22 @@ class BatchedDataset : public loom::Dataset {
   void prepare_order();
   /// Where the current epoch ends (before a dropped final global batch under drop_last).
   uint64_t epoch_end(uint64_t start) const;
+  /// Throws when a loaded row does not fit the buffers' columns.
+  void check_length(const Row& row) const;
+  /// Writes `count` rows (and their instance ids) densely into `out`; fills rows, seq,
+  /// predictions and epoch of the shape (the caller sets last_in_epoch).
+  loom::BatchShape write_rows(const Row* const* rows, const uint64_t* instances, int32_t count,
+                              const loom::BatchBuffers& out) const;
+
+  // Batches by token budget (token_budget_batches.cpp).
+  loom::BatchShape next_budget_batch(const loom::BatchBuffers& out);
+  /// Loads and packs the window holding `position` of `epoch` and skips its bins up to
+  /// `position`; throws when `position` is not where one of them starts.
+  void load_window(uint64_t epoch, uint64_t position);
+  /// The epoch's sequence from the window holding `position` on, as one rank of a world of one sees it.
+  void prepare_global_order(uint64_t epoch, uint64_t position);
+  /// Instances this rank visits in epoch 0 by token budget (a pass over the epoch's lengths).
+  uint64_t budget_rank_share();
 
   std::vector<uint64_t> group_sizes_;
   bool shuffle_ = true;
@@ -73,6 +95,19 @@ class BatchedDataset : public loom::Dataset {
   uint64_t order_end_ = 0;    // where that epoch ends for this order
   std::vector<uint64_t> order_;
   std::vector<Row> rows_;
+  std::vector<const Row*> row_pointers_;
+  std::vector<uint64_t> rows_instances_;  // instance ids of a token-budget batch's rows
+
+  TokenBudget budget_;
+  uint64_t window_epoch_ = UINT64_MAX;   // no window loaded
+  uint64_t window_start_ = 0;            // positions [window_start_, window_end_) of window_epoch_
+  uint64_t window_end_ = 0;
+  std::vector<uint64_t> window_instances_;  // the window's instance ids, in sequence order
+  std::vector<Row> window_rows_;            // and their rows
+  std::vector<TokenBin> bins_;              // the window's micro-batches, in consumption order
+  size_t next_bin_ = 0;                     // first bin not yet consumed
+  uint64_t next_bin_position_ = 0;          // the cursor position where it starts
+  mutable uint64_t budget_rank_size_ = UINT64_MAX;  // computed on first use
 };
 
 }  // namespace loom_datasets

@@ -33,6 +33,7 @@ PretrainingShards::PretrainingShards(loom::ComponentContext& context) {
   batch_size_ = o.get<int32_t>("batch_size", 32, loom::Range{1, 1 << 20});
   shuffle_ = o.get<bool>("shuffle", true);
   drop_last_ = o.get<bool>("drop_last", false);
+  budget_ = read_token_budget(o, batch_size_, drop_last_);
   dynamic_ = o.choice("masking", "static", {"static", "dynamic"}) == "dynamic";
   masking_.masked_lm_prob = o.get<double>("masked_lm_prob", 0.15, loom::Range{0, 1});
   masking_.mask_ratio = o.get<double>("mask_ratio", 0.8, loom::Range{0, 1});
@@ -113,7 +114,7 @@ void PretrainingShards::open(const loom::DatasetSetup& setup) {
   limits.max_seq_length = shape_.seq_length;
   // Dynamic masking has no cap: any real position may be chosen.
   limits.max_predictions = dynamic_ ? shape_.seq_length : shape_.predictions;
-  start(setup, sizes, shuffle_, drop_last_, limits);
+  start(setup, sizes, shuffle_, drop_last_, limits, budget_);
 }
 
 void PretrainingShards::load_row(uint64_t instance, uint64_t epoch, Row& row) {

@@ -1,7 +1,7 @@
 // dataset/pretraining-shards: MLM + NSP batches from HDF5 shards (hdf5_shard.hpp), ours or
-// NVIDIA's. Options (docs/recipes.md): files (glob), batch_size, shuffle, drop_last, masking
-// ("static" | "dynamic"), masked_lm_prob / mask_ratio / random_ratio (dynamic only),
-// max_seq_length (optional check against the shards).
+// NVIDIA's. Options (docs/recipes.md): files (glob), batch_size, batch_tokens, batch_tokens_window,
+// shuffle, drop_last, masking ("static" | "dynamic"), masked_lm_prob / mask_ratio / random_ratio
+// (dynamic only), max_seq_length (optional check against the shards).
 // Masked positions equal to 0 are padding (position 0 is always [CLS]); mlm_labels are -1
 // elsewhere. Shards are read whole, one at a time: memory is bounded by the largest shard.
 // At open() the shards' manifest.json is checked against the run's vocabulary
@@ -40,6 +40,7 @@ class PretrainingShards final : public BatchedDataset, public loom::DatasetVocab
   int32_t batch_size_;
   bool shuffle_;
   bool drop_last_;
+  TokenBudget budget_;  ///< batch_tokens / batch_tokens_window; off by default
   bool dynamic_;
   int32_t max_seq_length_;  // 0 = take the shards'
   DynamicMasking masking_;

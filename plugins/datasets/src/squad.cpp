@@ -17,6 +17,7 @@ Squad::Squad(loom::ComponentContext& context) {
   batch_size_ = o.get<int32_t>("batch_size", 32, loom::Range{1, 1 << 20});
   shuffle_ = o.get<bool>("shuffle", options_.training);
   drop_last_ = o.get<bool>("drop_last", false);
+  budget_ = read_token_budget(o, batch_size_, drop_last_);
   max_dropped_fraction_ = o.get<double>("max_dropped_fraction", 0.01, loom::Range{0, 1});
   logger_ = context.logger();
   if (options_.max_query_length + 3 >= options_.max_seq_length)
@@ -51,7 +52,7 @@ void Squad::open(const loom::DatasetSetup& setup) {
   limits.task = loom::BatchTask::span_extraction;
   limits.batch_size = batch_size_;
   limits.max_seq_length = options_.max_seq_length;
-  start(setup, {features_.size()}, shuffle_, drop_last_, limits);
+  start(setup, {features_.size()}, shuffle_, drop_last_, limits, budget_);
   skipped_ = report.dropped;
 }
 

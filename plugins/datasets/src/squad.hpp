@@ -1,10 +1,10 @@
 // dataset/squad: span-extraction batches from SQuAD v1.1/v2.0 JSON (squad_reader.hpp,
 // squad_features.hpp). Options (docs/recipes.md): file, mode ("train" | "eval"), max_seq_length,
-// doc_stride, max_query_length, batch_size, shuffle, drop_last, max_dropped_fraction. Instances
-// are features (windows); describe_instance gives what evaluation needs to map logits back to
-// text. Training questions whose answer is not where answer_start points are dropped, as the
-// reference does, and reported; more than max_dropped_fraction of them (default 1%) is refused
-// (docs/decisions/dropped-examples.md).
+// doc_stride, max_query_length, batch_size, batch_tokens, batch_tokens_window, shuffle, drop_last,
+// max_dropped_fraction. Instances are features (windows); describe_instance gives what evaluation
+// needs to map logits back to text. Training questions whose answer is not where answer_start
+// points are dropped, as the reference does, and reported; more than max_dropped_fraction of them
+// (default 1%) is refused (docs/decisions/dropped-examples.md).
 #pragma once
 
 #include <string>
@@ -32,6 +32,7 @@ class Squad final : public BatchedDataset {
   int32_t batch_size_;
   bool shuffle_;
   bool drop_last_;
+  TokenBudget budget_;  ///< batch_tokens / batch_tokens_window; off by default
   double max_dropped_fraction_;
   loom::Logger logger_;
   std::vector<SquadExample> examples_;

@@ -48,6 +48,7 @@ TextClassification::TextClassification(loom::ComponentContext& context) {
   batch_size_ = o.get<int32_t>("batch_size", 32, loom::Range{1, 1 << 20});
   shuffle_ = o.get<bool>("shuffle", true);
   drop_last_ = o.get<bool>("drop_last", false);
+  budget_ = read_token_budget(o, batch_size_, drop_last_);
 }
 
 void TextClassification::use_labels(const char* const* names, size_t count, const char* source) {
@@ -94,7 +95,7 @@ void TextClassification::open(const loom::DatasetSetup& setup) {
   limits.batch_size = batch_size_;
   limits.max_seq_length = max_seq_length_;
   limits.num_labels = regression_ ? 1 : static_cast<int32_t>(labels_.size());
-  start(setup, {examples.size()}, shuffle_, drop_last_, limits);
+  start(setup, {examples.size()}, shuffle_, drop_last_, limits, budget_);
 }
 
 void TextClassification::load_row(uint64_t instance, uint64_t, Row& row) {

@@ -5,7 +5,7 @@
 // reference's order; task "sts-b" is regression: num_labels = 1 and each row's label is its f32
 // score's bits (dataset.hpp).
 // Options (docs/recipes.md): file, format, layout, task, labels, max_seq_length, batch_size,
-// shuffle, drop_last. Offers loom::DatasetLabels: a split handed the task's labels (the training
+// batch_tokens, batch_tokens_window, shuffle, drop_last. Offers loom::DatasetLabels: a split handed the task's labels (the training
 // split's, or a checkpoint's id2label) uses them as its classes and refuses any other label
 // (split_labels.hpp).
 #pragma once
@@ -52,6 +52,7 @@ class TextClassification final : public BatchedDataset, public loom::DatasetLabe
   int32_t batch_size_;
   bool shuffle_;
   bool drop_last_;
+  TokenBudget budget_;  ///< batch_tokens / batch_tokens_window; off by default
   std::vector<std::string> labels_;
   EncodedSequences encoded_;
   std::vector<int32_t> label_index_;  ///< class index, or (regression) the target's f32 bits
