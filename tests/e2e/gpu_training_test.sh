@@ -2,6 +2,8 @@
 # Training on a GPU (label gpu): backend/cuda against backend/cpu, end to end.
 #   1. `loom debug-step --backend cuda` on every PyTorch parity fixture (BERT's and ModernBERT's),
 #      fp32 and bf16-mixed, within the bounds the CPU meets (tests/parity/CMakeLists.txt);
+#      and, on every fixture whose batch has padding, unpadded against padded on the device (the
+#      packed attention and rotary ops) within 1e-5 / 1e-5 / 1e-4;
 #   2. 50 steps of bert-tiny from the same seed with dropout on, fp32, tf32 off: every step's loss
 #      within 1e-4 relative of the CPU run (same Philox dropout bits on both);
 #   3. fp16-mixed with an initial loss scale of 1e30: the first steps overflow, are skipped and the
@@ -46,6 +48,10 @@ for fixture in "$src"/tests/fixtures/parity/*/ "$src"/tests/fixtures/parity-mode
     "${bounds[@]}" "$device" > "$work/parity-$name-fp32.log" 2>&1 || { cat "$work/parity-$name-fp32.log"; fail "parity $name fp32"; }
   bash "$src/tests/parity/run_parity.sh" "$loom" "$compare" "${fixture%/}" bf16-mixed "$work/parity/$name/bf16" \
     1.5e-2 5e-2 1e-1 "$device" > "$work/parity-$name-bf16.log" 2>&1 || { cat "$work/parity-$name-bf16.log"; fail "parity $name bf16-mixed"; }
+  if [[ "$name" == *-pad ]]; then
+    bash "$src/tests/parity/run_unpadded.sh" "$loom" "$compare" "${fixture%/}" "$work/unpadded/$name" 1e-5 1e-5 1e-4 \
+      "$device" > "$work/unpadded-$name.log" 2>&1 || { cat "$work/unpadded-$name.log"; fail "unpadded $name"; }
+  fi
 done
 
 # 2. 50 steps, CPU and device, same seed, dropout on (micro-BERT recipe with bert-tiny's config).
