@@ -39,6 +39,7 @@
 #include "loom/sdk/ops/op_profiler.hpp"
 #include "loom/sdk/ops/optimizer_steps.hpp"
 #include "loom/sdk/ops/optimizer_working_copy.hpp"
+#include "loom/sdk/ops/packed_attention.hpp"
 #include "loom/sdk/ops/residual_layernorm.hpp"
 #include "loom/sdk/ops/residual_layernorm_backward_copy.hpp"
 #include "loom/sdk/ops/rotary_embedding.hpp"
