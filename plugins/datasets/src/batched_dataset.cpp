@@ -68,7 +68,8 @@ void BatchedDataset::require_open() const {
 uint64_t BatchedDataset::rank_size() const {
   if (!budget_.enabled() || slicing_.world == 1) return rank_size_;
   // Reads the epoch's rows once through load_row; the host does not ask for it during a run.
-  if (budget_rank_size_ == UINT64_MAX) budget_rank_size_ = const_cast<BatchedDataset*>(this)->budget_rank_share();
+  if (budget_rank_size_ == UINT64_MAX)
+    budget_rank_size_ = const_cast<BatchedDataset*>(this)->budget_rank_share();
   return budget_rank_size_;
 }
 
@@ -139,10 +140,11 @@ loom::BatchShape BatchedDataset::next_batch(const loom::BatchBuffers& out) {
   return shape;
 }
 
-loom::BatchShape BatchedDataset::write_rows(const Row* const* rows_in, const uint64_t* instances, int32_t rows,
-                                            const loom::BatchBuffers& out) const {
+loom::BatchShape BatchedDataset::write_rows(const Row* const* rows_in, const uint64_t* instances,
+                                            int32_t rows, const loom::BatchBuffers& out) const {
   int32_t longest = 0;
-  for (int32_t r = 0; r < rows; ++r) longest = std::max(longest, static_cast<int32_t>(rows_in[r]->ids.size()));
+  for (int32_t r = 0; r < rows; ++r)
+    longest = std::max(longest, static_cast<int32_t>(rows_in[r]->ids.size()));
   const int32_t seq = rows == 0 ? 0 : padded_length(longest, limits_.max_seq_length);
   const int32_t predictions = limits_.max_predictions;
   for (int32_t r = 0; r < rows; ++r) {

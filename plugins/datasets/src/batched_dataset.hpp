@@ -41,6 +41,8 @@ int32_t padded_length(int32_t longest, int32_t max_seq_length);
 class BatchedDataset : public loom::Dataset {
  public:
   uint64_t size() const override { return total_; }
+  /// By token budget on more than one rank: epoch 0's count, from a pass over the data on the
+  /// first call (the packing decides it); not to be called while another thread reads batches.
   uint64_t rank_size() const override;
   loom::BatchLimits limits() const override;
   loom::DatasetCursor cursor() const override { return cursor_; }
@@ -99,14 +101,14 @@ class BatchedDataset : public loom::Dataset {
   std::vector<uint64_t> rows_instances_;  // instance ids of a token-budget batch's rows
 
   TokenBudget budget_;
-  uint64_t window_epoch_ = UINT64_MAX;   // no window loaded
-  uint64_t window_start_ = 0;            // positions [window_start_, window_end_) of window_epoch_
+  uint64_t window_epoch_ = UINT64_MAX;  // no window loaded
+  uint64_t window_start_ = 0;           // positions [window_start_, window_end_) of window_epoch_
   uint64_t window_end_ = 0;
-  std::vector<uint64_t> window_instances_;  // the window's instance ids, in sequence order
-  std::vector<Row> window_rows_;            // and their rows
-  std::vector<TokenBin> bins_;              // the window's micro-batches, in consumption order
-  size_t next_bin_ = 0;                     // first bin not yet consumed
-  uint64_t next_bin_position_ = 0;          // the cursor position where it starts
+  std::vector<uint64_t> window_instances_;          // the window's instance ids, in sequence order
+  std::vector<Row> window_rows_;                    // and their rows
+  std::vector<TokenBin> bins_;                      // the window's micro-batches, in consumption order
+  size_t next_bin_ = 0;                             // first bin not yet consumed
+  uint64_t next_bin_position_ = 0;                  // the cursor position where it starts
   mutable uint64_t budget_rank_size_ = UINT64_MAX;  // computed on first use
 };
 

@@ -5,9 +5,9 @@
 // reference's order; task "sts-b" is regression: num_labels = 1 and each row's label is its f32
 // score's bits (dataset.hpp).
 // Options (docs/recipes.md): file, format, layout, task, labels, max_seq_length, batch_size,
-// batch_tokens, batch_tokens_window, shuffle, drop_last. Offers loom::DatasetLabels: a split handed the task's labels (the training
-// split's, or a checkpoint's id2label) uses them as its classes and refuses any other label
-// (split_labels.hpp).
+// batch_tokens, batch_tokens_window, shuffle, drop_last. Offers loom::DatasetLabels: a split
+// handed the task's labels (the training split's, or a checkpoint's id2label) uses them as its
+// classes and refuses any other label (split_labels.hpp).
 #pragma once
 
 #include <string>

@@ -67,8 +67,8 @@ void BatchedDataset::load_window(uint64_t epoch, uint64_t position) {
 
 loom::BatchShape BatchedDataset::next_budget_batch(const loom::BatchBuffers& out) {
   if (cursor_.position >= total_) cursor_ = {cursor_.epoch + 1, 0};
-  const bool ready = window_epoch_ == cursor_.epoch && next_bin_position_ == cursor_.position &&
-                     next_bin_ < bins_.size();
+  const bool ready =
+      window_epoch_ == cursor_.epoch && next_bin_position_ == cursor_.position && next_bin_ < bins_.size();
   if (!ready) load_window(cursor_.epoch, cursor_.position);
   const size_t world = static_cast<size_t>(slicing_.world);
   const size_t count = std::min(world, bins_.size() - next_bin_);

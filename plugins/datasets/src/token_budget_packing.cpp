@@ -35,7 +35,8 @@ std::vector<TokenBin> pack_by_token_budget(const std::vector<uint32_t>& lengths,
     if (bins[bin].size() < max_rows && length <= budget) open.insert({left, bin});
   }
   for (TokenBin& bin : bins) std::sort(bin.begin(), bin.end());
-  std::sort(bins.begin(), bins.end(), [](const TokenBin& a, const TokenBin& b) { return a.front() < b.front(); });
+  std::sort(bins.begin(), bins.end(),
+            [](const TokenBin& a, const TokenBin& b) { return a.front() < b.front(); });
   return bins;
 }
 

@@ -233,10 +233,11 @@ TEST(TokenBudgetBatches, PretrainingShardsWithDynamicMaskingResumeAcrossWorldSiz
   const auto instances = loom::host::create_training_instances(documents, 1, masking, vocab, random);
   const size_t half = instances.size() / 2;
   loom::host::write_pretraining_shard((dir / "training_0.hdf5").string(),
-                                      {instances.begin(), instances.begin() + static_cast<ptrdiff_t>(half)}, 64,
-                                      10);
+                                      {instances.begin(), instances.begin() + static_cast<ptrdiff_t>(half)},
+                                      64, 10);
   loom::host::write_pretraining_shard((dir / "training_1.hdf5").string(),
-                                      {instances.begin() + static_cast<ptrdiff_t>(half), instances.end()}, 64, 10);
+                                      {instances.begin() + static_cast<ptrdiff_t>(half), instances.end()}, 64,
+                                      10);
   const std::string toml = "files = \"" + (dir / "training_*.hdf5").string() +
                            "\"\nbatch_size = 8\nbatch_tokens = 160\nmasking = \"dynamic\"\n";
   Ranks reference("pretraining-shards", toml, 1);
