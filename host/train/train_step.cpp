@@ -8,7 +8,6 @@ namespace {
 
 struct MicroBatchesRun {
   uint64_t with_rows = 0;    // micro-batches of this rank that had rows
-  bool epoch_ended = false;  // one of them was the last of its epoch
 };
 
 // Ends a phase when the step is timed (`loom bench`); nothing otherwise.
@@ -39,7 +38,6 @@ MicroBatchesRun accumulate_gradients(const StepParts& p, uint64_t step, double l
     const PrefetchedBatch next = p.batches.take();
     const HostBatch& batch = next.batch;
     const loom::BatchShape& shape = next.shape;
-    run.epoch_ended = run.epoch_ended || shape.last_in_epoch != 0;
     p.trace.record(shape, *next.instance_ids);
     end_phase(phases, StepPhase::data);
     const bool last = micro + 1 == k;
@@ -67,12 +65,14 @@ MicroBatchesRun accumulate_gradients(const StepParts& p, uint64_t step, double l
   return run;
 }
 
-// The mean over ranks; returns the seconds spent blocked on it. At an epoch's end some ranks may
-// have had no batch: the sum is then divided by the batches that ran rather than by k × world.
+// The mean over ranks; returns the seconds spent blocked on it. Some ranks may have had no batch —
+// at an epoch's end, and with token-budget batches at the end of any packing window: the sum is
+// then divided by the batches that ran rather than by k × world. A rank cannot tell that another
+// had none, so with several ranks every step counts them (one summed number beside the gradients).
 double average_over_ranks(const StepParts& p, const MicroBatchesRun& run) {
   p.sync.finish();
   const double blocked = p.sync.take_blocked_seconds();
-  if (run.epoch_ended) {
+  if (p.group.world > 1) {
     std::vector<double> ran{static_cast<double>(run.with_rows)};
     sum_over_ranks(p.group, ran);
     const double expected = static_cast<double>(p.grad_accumulation) * p.group.world;

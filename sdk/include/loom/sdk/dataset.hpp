@@ -12,6 +12,9 @@
 //   batch_size. The last global batch of an epoch fills the ranks in order, so a later rank may
 //   get fewer rows, or none (`rows` = 0, with world_size > 1 only): every instance is visited
 //   exactly once per epoch by exactly one rank.
+//   With token-budget batches (the first-party datasets' `batch_tokens`, docs/data.md) a global
+//   batch is instead `world_size` consecutive micro-batches of a packing window; rank r takes the
+//   r-th, and a rank may get `rows` = 0 at the end of any window, not only of an epoch.
 // - Cursor: (epoch, position) = positions of `epoch`'s sequence consumed by all ranks together,
 //   identical on every rank. Saving `cursor()` and later `seek()`-ing to it on a freshly opened
 //   dataset with the same options reproduces the following global batches exactly (dynamic
