@@ -74,5 +74,32 @@ else
   cat "$work/predict.log"; fail "loom predict"
 fi
 
+# Batches by length, outputs in input order: texts of mixed lengths in batches of 3 (sorted by
+# length inside `loom predict`, run unpadded) score as each text alone, padded, in the order given.
+printf 'text\ttext_pair\n' > "$work/mixed.tsv"
+for pair in "a man plays .|a man plays a guitar ." \
+  "a young man is playing a guitar in the park on a sunny afternoon with friends .|a man plays ." \
+  "dogs run .|cats sleep ." "a woman is slicing an onion .|a woman is cutting an onion into pieces ." \
+  "the sky .|the sky is blue and the clouds are white over the quiet town near the sea ." \
+  "two kids kick a ball .|two children play football ." "rain .|rain ."; do
+  printf '%s\t%s\n' "${pair%%|*}" "${pair#*|}" >> "$work/mixed.tsv"
+done
+"$loom" predict --checkpoint "$stsb" --input "$work/mixed.tsv" --batch-size 3 > "$work/mixed.out" 2>> "$work/predict.log" ||
+  fail "loom predict --batch-size 3"
+: > "$work/alone.out"
+tail -n +2 "$work/mixed.tsv" | while IFS= read -r line; do
+  printf 'text\ttext_pair\n%s\n' "$line" > "$work/one.tsv"
+  "$loom" predict --checkpoint "$stsb" --input "$work/one.tsv" --batch-size 1 --padded | tail -1 >> "$work/alone.out"
+done
+/usr/bin/python3 - "$work/mixed.out" "$work/alone.out" <<'PY' || fail "loom predict: batched by length, out of input order"
+import sys
+batched = [float(x) for x in open(sys.argv[1]).read().split()[1:]]
+alone = [float(x) for x in open(sys.argv[2]).read().split()]
+assert len(batched) == len(alone) == 7, (batched, alone)
+worst = max(abs(a - b) for a, b in zip(batched, alone))
+print(f"loom predict: 7 texts batched by length match each alone within {worst:.2g}")
+assert worst < 1e-4, (batched, alone)
+PY
+
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "glue fine-tuning: all checks passed"
