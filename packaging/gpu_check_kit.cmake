@@ -4,7 +4,7 @@
 #   lib/loom/gpu-check/   loom_backend_cuda_tests, loom_backend_ops_test, loom_parity_compare,
 #                         loom_attention_bench, loom_comm_nccl_tests (with NCCL)
 #   share/loom/scripts/   gpu-check, gpu_check_learning.py, gpu_check_inference.py, gpu_check_kernels.py,
-#                         gpu_check_races.py,
+#                         gpu_check_races.py, gpu_check_unpadded.py,
 #                         bench/compare-pytorch-cuda, bench/pytorch_bert_train.py,
 #                         bench/compare-attention, bench/pytorch_attention.py, bench/compare-pytorch-inference,
 #                         bench/pytorch_bert_inference.py
@@ -22,6 +22,7 @@ endif()
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/gpu-check DESTINATION share/loom/scripts)
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/gpu_check_learning.py ${PROJECT_SOURCE_DIR}/scripts/gpu_check_inference.py
               ${PROJECT_SOURCE_DIR}/scripts/gpu_check_kernels.py ${PROJECT_SOURCE_DIR}/scripts/gpu_check_races.py
+              ${PROJECT_SOURCE_DIR}/scripts/gpu_check_unpadded.py
         DESTINATION share/loom/scripts)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/bench/compare-pytorch-cuda
                  ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_bert_train.py
@@ -34,6 +35,8 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/tests/e2e/gpu_training_test.sh ${PROJECT_
 install(FILES ${PROJECT_SOURCE_DIR}/tests/e2e/train_fixture.sh ${PROJECT_SOURCE_DIR}/tests/e2e/sotu_shards.sh
         DESTINATION share/loom/tests/e2e)
 install(FILES ${PROJECT_SOURCE_DIR}/tests/gpu/gpu_requirement.sh DESTINATION share/loom/tests/gpu)
-install(PROGRAMS ${PROJECT_SOURCE_DIR}/tests/parity/run_parity.sh DESTINATION share/loom/tests/parity)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/tests/fixtures/parity ${PROJECT_SOURCE_DIR}/tests/fixtures/train
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tests/parity/run_parity.sh ${PROJECT_SOURCE_DIR}/tests/parity/run_unpadded.sh
+        DESTINATION share/loom/tests/parity)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/tests/fixtures/parity ${PROJECT_SOURCE_DIR}/tests/fixtures/parity-modernbert
+                  ${PROJECT_SOURCE_DIR}/tests/fixtures/train
         DESTINATION share/loom/tests/fixtures)
