@@ -63,11 +63,13 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     check(summary["require_gpu"] is False, "LOOM_REQUIRE_GPU must not be set without a GPU")
     parts = summary["parts"]
     check(set(parts) == {"data", "gpu_tests", "nccl_one_rank", "memcheck", "races", "end_to_end", "benchmarks",
-                         "attention_bench", "inference", "kernel_profile", "learning"}, f"parts {sorted(parts)}")
+                         "attention_bench", "inference", "kernel_profile", "unpadded", "learning"},
+          f"parts {sorted(parts)}")
     check(parts["learning"]["status"] == "skipped" and parts["learning"].get("requested") is True
           and "no --corpus" in parts["learning"]["reason"], f"learning without --corpus: {parts['learning']}")
     check(summary["mode"] == "full" and summary["limits"]["attention_bench"] > 0, f"mode {summary.get('mode')}")
-    for name in ("data", "memcheck", "races", "benchmarks", "attention_bench", "inference", "kernel_profile"):
+    for name in ("data", "memcheck", "races", "benchmarks", "attention_bench", "inference", "kernel_profile",
+                 "unpadded"):
         check(parts[name]["status"] == "skipped" and "no NVIDIA GPU" in parts[name]["reason"],
               f"{name}: {parts[name]}")
     tests = parts["gpu_tests"]
@@ -98,7 +100,7 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
     summary = json.loads((out / "summary.json").read_text())
     parts = summary["parts"]
     check(summary["mode"] == "quick", f"mode {summary['mode']}")
-    for name in ("nccl_one_rank", "memcheck", "inference"):
+    for name in ("nccl_one_rank", "memcheck", "inference", "unpadded"):
         check(parts[name] == {"status": "skipped", "reason": "--quick", "requested": True}, f"--quick {name}: {parts[name]}")
     for name in ("benchmarks", "attention_bench"):
         check(parts[name]["status"] == "skipped" and "no NVIDIA GPU" in parts[name]["reason"], f"--quick {name}")
