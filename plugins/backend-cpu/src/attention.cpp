@@ -230,6 +230,25 @@ void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom
   }
 }
 
+/// Runs fn(call, threads) for every sequence of a packed call. Sequences own disjoint rows of every
+/// output, so they run in parallel, one thread each (a sequence is too small to split its heads
+/// over threads, and a parallel region per sequence costs more than it saves); a lone sequence gets
+/// every thread. Each sequence's result is computed by one thread in a fixed order: the same bits
+/// whatever the thread count.
+template <typename Fn>
+void for_sequences(const loom_backend::PackedDims& packed, const int32_t* starts_host, int threads, Fn&& fn) {
+  std::vector<loom_backend::PackedSequenceCall> calls;
+  loom_backend::for_each_packed_sequence(packed, starts_host,
+                                         [&](const loom_backend::PackedSequenceCall& c) { calls.push_back(c); });
+  if (calls.size() == 1) {
+    fn(calls.front(), threads);
+    return;
+  }
+  const auto count = static_cast<int64_t>(calls.size());
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int64_t i = 0; i < count; ++i) fn(calls[static_cast<size_t>(i)], 1);
+}
+
 }  // namespace
 
 bool CpuBackend::fused_attention(int64_t head_dim, int64_t max_seq) const {
@@ -337,12 +356,12 @@ void CpuBackend::packed_attention_forward(const loom::Tensor& q, const loom::Ten
       {q.dtype},
       [&](const loom_backend::PackedDims& packed, auto s) {
         using S = decltype(s);
-        loom_backend::for_each_packed_sequence(packed, starts_host, [&](const loom_backend::PackedSequenceCall& c) {
+        for_sequences(packed, starts_host, threads_, [&](const loom_backend::PackedSequenceCall& c, int threads) {
           const Heads n{1, packed.heads.heads, c.length, packed.heads.head_dim};
           forward_rows<S>(c.rows(q), c.rows(k), c.rows(v), nullptr, scale,
                           loom_backend::effective_window(window, c.length),
                           DropoutMask(p, seed, offset + c.first_element), c.rows(ctx),
-                          lse.data_as<float>() + c.first_statistic, n, threads_);
+                          lse.data_as<float>() + c.first_statistic, n, threads);
         });
       });
 }
@@ -364,13 +383,13 @@ void CpuBackend::packed_attention_backward(const loom::Tensor& d_ctx, const loom
         using S = decltype(s);
         auto run = [&](auto sd) {
           using SD = decltype(sd);
-          loom_backend::for_each_packed_sequence(packed, starts_host, [&](const loom_backend::PackedSequenceCall& c) {
+          for_sequences(packed, starts_host, threads_, [&](const loom_backend::PackedSequenceCall& c, int threads) {
             const Heads n{1, packed.heads.heads, c.length, packed.heads.head_dim};
             backward_heads<S, SD>(c.rows(d_ctx), c.rows(q), c.rows(k), c.rows(v), c.rows(ctx),
                                   lse.data_as<float>() + c.first_statistic, nullptr, scale,
                                   loom_backend::effective_window(window, c.length),
                                   DropoutMask(p, seed, offset + c.first_element), c.rows(dq), c.rows(dk),
-                                  c.rows(dv), delta.data_as<float>() + c.first_statistic, n, threads_);
+                                  c.rows(dv), delta.data_as<float>() + c.first_statistic, n, threads);
           });
         };
         if (d_ctx.dtype == DType::f32)
