@@ -1,6 +1,7 @@
 // Flat parameter layout; see parameter_table.hpp.
 #include "model/parameter_table.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -60,13 +61,38 @@ size_t ParameterTable::parameter_count() const {
   return sum;
 }
 
-std::vector<loom::ParameterSegment> ParameterTable::segments() const {
+std::vector<loom::ParameterSegment> ParameterTable::segments(const std::vector<std::string>& frozen) const {
   std::vector<loom::ParameterSegment> segments;
   segments.reserve(entries_.size());
-  for (const auto& entry : entries_)
+  std::vector<bool> prefix_used(frozen.size(), false);
+  // A tied name (an alias) freezes the parameter it shares.
+  std::vector<std::string> frozen_targets;
+  for (const auto& alias : aliases_)
+    for (size_t i = 0; i < frozen.size(); ++i)
+      if (alias.name.rfind(frozen[i], 0) == 0) {
+        prefix_used[i] = true;
+        frozen_targets.push_back(alias.target);
+      }
+  for (const auto& entry : entries_) {
+    bool is_frozen = std::find(frozen_targets.begin(), frozen_targets.end(), entry.name) != frozen_targets.end();
+    for (size_t i = 0; i < frozen.size(); ++i)
+      if (entry.name.rfind(frozen[i], 0) == 0) is_frozen = prefix_used[i] = true;
+    if (is_frozen) continue;
     segments.push_back(
         loom::ParameterSegment{entry.name.c_str(), entry.offset, entry.count,
                                entry.weight_decay ? loom::DecayRule::decay : loom::DecayRule::no_decay});
+  }
+  for (size_t i = 0; i < frozen.size(); ++i) {
+    if (prefix_used[i]) continue;
+    std::vector<std::string> names;
+    for (size_t e = 0; e < entries_.size() && e < 4; ++e) names.push_back("'" + entries_[e].name + "'");
+    throw std::invalid_argument(fmt::format(
+        "'{}' begins no parameter's name (Hugging Face names, prefixes such as 'model.embeddings.'; this "
+        "model's {} parameters begin {}{})",
+        frozen[i], entries_.size(), fmt::join(names, ", "), entries_.size() > names.size() ? ", …" : ""));
+  }
+  if (segments.empty() && !entries_.empty())
+    throw std::invalid_argument("every parameter is frozen: nothing is left to train");
   return segments;
 }
 

@@ -59,7 +59,10 @@ class ParameterTable {
   /// Sum of the parameters' element counts (ties counted once): the model's parameter count.
   size_t parameter_count() const;
   /// The segment table for optimizers; names point into this table (valid while it lives).
-  std::vector<loom::ParameterSegment> segments() const;
+  /// `frozen`: name prefixes ([train] freeze) whose parameters get no segment, so the optimizer
+  /// leaves them as they are (optimizer.hpp: elements outside every segment are not touched).
+  /// Throws std::invalid_argument when a prefix names no parameter or nothing is left to train.
+  std::vector<loom::ParameterSegment> segments(const std::vector<std::string>& frozen = {}) const;
 
  private:
   std::vector<ParameterEntry> entries_;

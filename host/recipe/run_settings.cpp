@@ -73,6 +73,9 @@ const std::vector<std::pair<std::string, HostTableReader>>& host_table_readers()
          s.eval_batches = count(o, "eval_batches", s.eval_batches, 0);
          s.allreduce_post_accumulation = o.get<bool>("allreduce_post_accumulation", false);
          s.allreduce_bucket_mb = o.get<double>("allreduce_bucket_mb", 25.0, loom::Range{0.001, 1e6});
+         s.freeze = o.get<std::vector<std::string>>("freeze", {});
+         for (const std::string& prefix : s.freeze)
+           if (prefix.empty()) o.fail("freeze", "an empty prefix would freeze every parameter");
        }},
       {"checkpoint",
        [](loom::Options& o, RunSettings& s) {

@@ -28,6 +28,7 @@ struct RunSettings {
   uint64_t eval_batches = 0;       ///< batches per evaluation (0: the whole evaluation set)
   bool allreduce_post_accumulation = false;  ///< all-reduce once after backward, not in buckets
   double allreduce_bucket_mb = 25;           ///< MiB of gradients per overlapped all-reduce
+  std::vector<std::string> freeze;  ///< parameter-name prefixes the optimizer leaves as they are
 
   uint64_t checkpoint_every = 0;  ///< steps between checkpoints (0: only at the end)
   int checkpoint_keep = 3;        ///< checkpoints kept

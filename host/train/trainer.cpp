@@ -246,7 +246,15 @@ void Trainer::State::open_datasets_and_build_model(const Recipe& recipe, const P
   model().reserve(shape);
   staging = std::make_unique<BatchStaging>(backend(), shape, setup.model_config.pad_token_id);
 
-  const auto segments = model().parameters().segments();
+  std::vector<loom::ParameterSegment> segments;
+  try {
+    segments = model().parameters().segments(settings.freeze);
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError({"[train] freeze: " + std::string(e.what())});
+  }
+  if (!settings.freeze.empty())
+    std::cerr << "[train] freeze: " << model().parameters().entries().size() - segments.size() << " of "
+              << model().parameters().entries().size() << " parameters left as they are\n";
   c.optimizer.call([&](loom::Optimizer& o) {
     o.setup(segments.data(), segments.size(), model().parameters().total_elements());
   });

@@ -3,7 +3,7 @@
 # (dropout on, a local layer whose window is shorter than the sequence), an exact resume, the
 # checkpoint's config.json a ModernBERT config naming ModernBertForMaskedLM and its weights under
 # Hugging Face's names, then spam fine-tuning from that checkpoint (mean pooling) and `loom predict`
-# on its result.
+# on its result; the same fine-tuning with [train] freeze leaves the embeddings as pre-trained.
 # Usage: modernbert_train_test.sh LOOM SOURCE_DIR
 set -uo pipefail
 loom=$1
@@ -117,6 +117,35 @@ printf 'win a free prize now\nthe meeting moved to friday\n' > "$work/mails.txt"
 # A header, then one prediction per mail, named by the task's labels.
 [ "$(tail -n +2 "$work/predictions.txt" | cut -f1 | grep -cE '^(ham|spam)$')" -eq 2 ] ||
   { cat "$work/predictions.txt"; fail "loom predict did not name ham or spam for each of the 2 mails"; }
+
+# [train] freeze: the embeddings stay exactly as pre-trained while the layers train; a prefix that
+# names no parameter is refused naming the key.
+sed -e 's|name = "spam"|name = "spam-frozen"|' -e 's|^steps = 12|steps = 12\nfreeze = ["model.embeddings."]|' \
+  "$work/spam.toml" > "$work/spam-frozen.toml"
+"$loom" run "$work/spam-frozen.toml" > "$work/spam-frozen.log" 2>&1 ||
+  { tail -5 "$work/spam-frozen.log"; fail "fine-tuning with [train] freeze"; }
+grep -q "\[train\] freeze: 2 of " "$work/spam-frozen.log" || fail "the run did not say what it froze"
+frozen="$work/runs/spam-frozen/checkpoints/$(cat "$work/runs/spam-frozen/checkpoints/latest" 2>/dev/null)"
+python3 - "$checkpoint/model.safetensors" "$frozen/model.safetensors" <<'PY' || fail "[train] freeze did not leave the embeddings as they were"
+import json, struct, sys
+def tensors(path):
+    raw = open(path, "rb").read()
+    size = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + size])
+    return {k: raw[8 + size + v["data_offsets"][0]:8 + size + v["data_offsets"][1]]
+            for k, v in header.items() if k != "__metadata__"}
+before, after = tensors(sys.argv[1]), tensors(sys.argv[2])
+for name in ("model.embeddings.tok_embeddings.weight", "model.embeddings.norm.weight"):
+    assert before[name] == after[name], name + " changed"
+assert before["model.layers.0.attn.Wqkv.weight"] != after["model.layers.0.attn.Wqkv.weight"], "the layers did not train"
+PY
+sed -e 's|name = "spam-frozen"|name = "spam-misspelt"|' -e 's|model.embeddings.|model.embedings.|' \
+  "$work/spam-frozen.toml" > "$work/spam-misspelt.toml"
+if "$loom" run "$work/spam-misspelt.toml" > "$work/misspelt.log" 2>&1; then
+  fail "a freeze prefix that names no parameter was accepted"
+fi
+grep -q "\[train\] freeze: 'model.embedings.' begins no parameter's name" "$work/misspelt.log" ||
+  { cat "$work/misspelt.log"; fail "the refusal did not name [train] freeze and the prefix"; }
 
 if [ $failures -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "ModernBERT end-to-end: all passed"
