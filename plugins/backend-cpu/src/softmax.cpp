@@ -16,6 +16,29 @@
 namespace loom_cpu {
 namespace {
 
+/// exp of one row's scaled, masked, max-shifted scores in chunks of kExpLanes, each through the same
+/// vector call, the chunk past the row's end filled with −∞ (exp 0). A `#pragma omp simd` loop would
+/// send the row's last cols mod 8 elements through scalar expf, which rounds differently from
+/// libmvec's vector expf, so a score's probability would depend on the row's length: a row padded
+/// with masked keys would not equal the same row over its real keys alone. Calls f(c, exp) per
+/// element in order.
+constexpr int64_t kExpLanes = 8;
+inline void exp_lanes(const float* x, float* y) {
+#pragma omp simd simdlen(8)
+  for (int64_t i = 0; i < kExpLanes; ++i) y[i] = expf(x[i]);
+}
+template <typename SI, typename F>
+void for_each_exp(const SI* in, const float* m, int64_t m_stride, float scale, float max, int64_t cols, F&& f) {
+  alignas(32) float x[kExpLanes], e[kExpLanes];
+  for (int64_t c0 = 0; c0 < cols; c0 += kExpLanes) {
+    const int64_t n = std::min(kExpLanes, cols - c0);
+    for (int64_t i = 0; i < kExpLanes; ++i)
+      x[i] = i < n ? scale * load(in, c0 + i) + m[(c0 + i) * m_stride] - max : -INFINITY;
+    exp_lanes(x, e);
+    for (int64_t i = 0; i < n; ++i) f(c0 + i, e[i]);
+  }
+}
+
 template <typename SI, typename SO>
 void softmax_rows(const SI* scores, const float* mask, float scale, SO* probs, int64_t rows, int64_t cols,
                   int64_t rows_per_batch, int threads) {
@@ -29,26 +52,22 @@ void softmax_rows(const SI* scores, const float* mask, float scale, SO* probs, i
     float max = -INFINITY;
 #pragma omp simd reduction(max : max)
     for (int64_t c = 0; c < cols; ++c) max = std::max(max, scale * load(in, c) + m[c * m_stride]);
-    float sum = 0.0f;
+    // Σexp in order, in double: masked keys (exp 0) past a row's real ones change nothing.
+    double sum = 0.0;
     if constexpr (std::is_same_v<SO, float>) {
       // f32 output: keep exp in the output row, then normalise (one exp per element).
-#pragma omp simd reduction(+ : sum)
-      for (int64_t c = 0; c < cols; ++c) {
-        const float e = expf(scale * load(in, c) + m[c * m_stride] - max);
+      for_each_exp(in, m, m_stride, scale, max, cols, [&](int64_t c, float e) {
         out[c] = e;
         sum += e;
-      }
-      const float inv = 1.0f / sum;
+      });
+      const float inv = static_cast<float>(1.0 / sum);
 #pragma omp simd
       for (int64_t c = 0; c < cols; ++c) out[c] *= inv;
     } else {
       // bf16 output: recompute exp so the stored value is rounded once.
-#pragma omp simd reduction(+ : sum)
-      for (int64_t c = 0; c < cols; ++c) sum += expf(scale * load(in, c) + m[c * m_stride] - max);
-      const float inv = 1.0f / sum;
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c)
-        store(out, c, expf(scale * load(in, c) + m[c * m_stride] - max) * inv);
+      for_each_exp(in, m, m_stride, scale, max, cols, [&](int64_t, float e) { sum += e; });
+      const float inv = static_cast<float>(1.0 / sum);
+      for_each_exp(in, m, m_stride, scale, max, cols, [&](int64_t c, float e) { store(out, c, e * inv); });
     }
   }
 }
@@ -61,11 +80,16 @@ void softmax_backward_rows(const float* dprobs, const SP* probs, float scale, fl
     const float* dp = dprobs + r * cols;
     const SP* p = probs + r * cols;
     float* ds = dscores + r * cols;
-    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t c = 0; c < cols; ++c) dot += dp[c] * load(p, c);
+    // Σ dp·p in double, as the forward's Σexp: independent of the row's length beyond its last
+    // unmasked key (masked keys have p = 0).
+    double dot_sum = 0.0;
+#pragma omp simd reduction(+ : dot_sum)
+    for (int64_t c = 0; c < cols; ++c) dot_sum += static_cast<double>(dp[c]) * static_cast<double>(load(p, c));
+    // dp − dot cancels where attention is near uniform; in double it is exact, so each gradient is
+    // rounded once.
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) ds[c] = scale * load(p, c) * (dp[c] - dot);
+    for (int64_t c = 0; c < cols; ++c)
+      ds[c] = static_cast<float>(static_cast<double>(scale) * load(p, c) * (static_cast<double>(dp[c]) - dot_sum));
   }
 }
 
