@@ -71,11 +71,11 @@ class EncoderLayer final : public BertBlock,
     size_t attention_bytes = 0;  // qkv through ctx: what attention keeps for its backward
   };
   struct ForwardScratch {
-    Tensor tmp, tmp_qkv, h1, g, scores, probs_dropped;  // tmp: [B·T, H] at the start of tmp_qkv; h1:
+    Tensor tmp, tmp_qkv, h1, g, scores, probs_dropped, k_t;  // k_t: kᵀ per head (unfused attention)  // tmp: [B·T, H] at the start of tmp_qkv; h1:
                                                         // f32 LayerNorm output and g in 16-bit compute
   };
   struct BackwardScratch {
-    Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, g, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped,
+    Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, g, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped, v_t,
         d_qkv, d_qkv_c, d_q, d_k, d_v, d_attention_out, delta;  // d_attention_out: [B·T, H] at the
                                                                 // start of d_qkv, free until attention;
                                                                 // g: d_wide_c (16-bit compute only)
@@ -263,25 +263,25 @@ class EncoderLayer final : public BertBlock,
   /// — the whole padded batch, or one sequence of a packed one. `first`: the matrices' first
   /// element within the batch's (the dropout elements of one sequence follow the previous one's).
   struct UnfusedViews {
-    Tensor q, k, v, ctx, key_mask, scores, probs, probs_dropped;
+    Tensor q, k, v, ctx, key_mask, scores, probs, probs_dropped, k_t;
     uint64_t first = 0;
   };
   struct UnfusedGradients {
-    Tensor d_ctx_c, d_q, d_k, d_v, d_scores, d_scores_c, probs_dropped;
+    Tensor d_ctx_c, d_q, d_k, d_v, d_scores, d_scores_c, probs_dropped, v_t;
   };
   UnfusedViews padded_views(const loom::StepArgs& step, const Saved& s, const ForwardScratch& w, int64_t B,
                             int64_t T) const {
     return {heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), heads(s.ctx, B, T), step.batch->attention_bias,
-            w.scores, s.probs, w.probs_dropped, 0};
+            w.scores, s.probs, w.probs_dropped, transposed_heads(w.k_t, 0, B, T)};
   }
   UnfusedViews padded_views(const loom::StepArgs& step, const Saved& s, const BackwardScratch& w, int64_t B,
                             int64_t T) const {
     return {heads(s.q, B, T), heads(s.k, B, T), heads(s.v, B, T), heads(s.ctx, B, T), step.batch->attention_bias,
-            Tensor{}, s.probs, w.probs_dropped, 0};
+            Tensor{}, s.probs, w.probs_dropped, Tensor{}};
   }
   UnfusedGradients padded_views(const BackwardScratch& w, const Tensor& d_ctx_c, int64_t B, int64_t T) const {
     return {heads(d_ctx_c, B, T), heads(w.d_q, B, T), heads(w.d_k, B, T), heads(w.d_v, B, T),
-            w.d_scores, w.d_scores_c, w.probs_dropped};
+            w.d_scores, w.d_scores_c, w.probs_dropped, transposed_heads(w.v_t, 0, B, T)};
   }
   /// Sequence `q` of a packed batch: rows [start, start + L) of the [1, nh, N, d] head views and the
   /// [1, nh, L, L] matrices at its place in the flat attention regions.
@@ -294,12 +294,32 @@ class EncoderLayer final : public BertBlock,
     return Tensor::contiguous(static_cast<char*>(region.data) + q.pairs_before * nh * loom::dtype_size(region.dtype),
                               region.dtype, {1, nh, q.length, q.length}, region.device);
   }
+  /// [b, nh, d, t] contiguous in `region` from token row `first_row` on: where k (forward) or v
+  /// (backward) is copied transposed, so that q·kᵀ and d_ctx·vᵀ take a plain operand. oneDNN picks
+  /// its kernel for a transposed operand by shape, and those kernels round differently: a padded
+  /// batch's scores would differ in the last bits from the same sequence's alone. With plain operands
+  /// they agree bit for bit, so unpadded and padded runs differ only in summation order elsewhere.
+  Tensor transposed_heads(const Tensor& region, int64_t first_row, int64_t b, int64_t t) const {
+    const int64_t H = config_.hidden_size, nh = config_.num_attention_heads;
+    return Tensor::contiguous(static_cast<char*>(region.data) + first_row * H * loom::dtype_size(region.dtype),
+                              region.dtype, {b, nh, H / nh, t}, region.device);
+  }
   template <typename Scratch>
   UnfusedViews sequence_views(const Saved& s, const Scratch& w, const loom_blocks::PackedSequence& q) const {
-    Tensor scores;
-    if constexpr (std::is_same_v<Scratch, ForwardScratch>) scores = sequence_matrices(w.scores, q);
-    return {sequence_rows(s.q, q), sequence_rows(s.k, q), sequence_rows(s.v, q), sequence_rows(s.ctx, q), Tensor{},
-            scores, sequence_matrices(s.probs, q), sequence_matrices(w.probs_dropped, q),
+    Tensor scores, k_t;
+    if constexpr (std::is_same_v<Scratch, ForwardScratch>) {
+      scores = sequence_matrices(w.scores, q);
+      k_t = transposed_heads(w.k_t, q.start, 1, q.length);
+    }
+    return {sequence_rows(s.q, q),
+            sequence_rows(s.k, q),
+            sequence_rows(s.v, q),
+            sequence_rows(s.ctx, q),
+            Tensor{},
+            scores,
+            sequence_matrices(s.probs, q),
+            sequence_matrices(w.probs_dropped, q),
+            k_t,
             static_cast<uint64_t>(q.pairs_before * config_.num_attention_heads)};
   }
   UnfusedGradients sequence_views(const BackwardScratch& w, const Tensor& d_ctx_c,
@@ -307,12 +327,13 @@ class EncoderLayer final : public BertBlock,
     return {sequence_rows(d_ctx_c, q),          sequence_rows(w.d_q, q),
             sequence_rows(w.d_k, q),            sequence_rows(w.d_v, q),
             sequence_matrices(w.d_scores, q),   sequence_matrices(w.d_scores_c, q),
-            sequence_matrices(w.probs_dropped, q)};
+            sequence_matrices(w.probs_dropped, q), transposed_heads(w.v_t, q.start, 1, q.length)};
   }
 
   /// probs = softmax(q·kᵀ·scale + mask) (saved), ctx = dropout(probs)·v.
   void attention_unfused_forward(const loom::StepArgs& step, const UnfusedViews& a) const {
-    be().gemm(a.q, false, a.k, true, a.scores, 1.0f, 0.0f);
+    be().copy(a.k.permute({0, 1, 3, 2}), a.k_t);
+    be().gemm(a.q, false, a.k_t, false, a.scores, 1.0f, 0.0f);
     be().softmax_forward(a.scores, a.key_mask, attention_scale(), a.probs);
     const float p_attention = config_.attention_probs_dropout_prob;
     const Tensor probs_used = dropout_active(step, p_attention) ? a.probs_dropped : a.probs;
@@ -324,7 +345,8 @@ class EncoderLayer final : public BertBlock,
   void attention_unfused_backward(const loom::StepArgs& step, const UnfusedViews& a,
                                   const UnfusedGradients& g) const {
     const float p_attention = config_.attention_probs_dropout_prob;
-    be().gemm(g.d_ctx_c, false, a.v, true, g.d_scores, 1.0f, 0.0f);
+    be().copy(a.v.permute({0, 1, 3, 2}), g.v_t);
+    be().gemm(g.d_ctx_c, false, g.v_t, false, g.d_scores, 1.0f, 0.0f);
     const Tensor probs_used = dropout_active(step, p_attention) ? g.probs_dropped : a.probs;
     dropout_forward(step, a.probs, probs_used, p_attention, 0, a.first);
     be().gemm(probs_used, true, g.d_ctx_c, false, g.d_v, 1.0f, 0.0f);
@@ -436,6 +458,7 @@ class EncoderLayer final : public BertBlock,
     if (!fused_) {
       w.scores = pairs > 0 ? r.take(DType::f32, {heads * pairs}) : r.take(DType::f32, {B, heads, T, T});
       w.probs_dropped = pairs > 0 ? r.take(compute_, {heads * pairs}) : r.take(compute_, {B, heads, T, T});
+      w.k_t = r.take(compute_, {N, H});
     }
     return w;
   }
@@ -454,6 +477,7 @@ class EncoderLayer final : public BertBlock,
       w.delta = r.take(DType::f32, {B, heads, T});
     } else {
       w.d_ctx_c = r.take_compute_copy(compute_, {N, H});
+      w.v_t = r.take(compute_, {N, H});
       if (pairs > 0) {
         w.d_scores = r.take(DType::f32, {heads * pairs});
         w.d_scores_c = r.take_compute_copy(compute_, {heads * pairs});
