@@ -31,7 +31,8 @@
 // With --layouts the untimed blocks run twice over, each block once unpadded (the model's layers
 // that accept packed tokens on real tokens only) and once padded, on the same data stream, and
 // bench reports both layouts' real tokens per second, the padding share of their batches and the
-// speed-up beside its bound 1 / (1 − padding share).
+// speed-up beside its bound 1 / (1 − padding share); the inference requests (one batch of the
+// recipe's data, forward without dropout) are timed in both layouts too (`layouts.inference`).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -176,6 +177,35 @@ std::pair<LayoutTimes, LayoutTimes> time_layouts(const host::StepRunner& runner,
   return {unpadded, padded};
 }
 
+/// `count` timed inference requests of `batch` (upload, forward without dropout, the loss read
+/// back) after `warmup` untimed ones, in the model's current layout.
+LayoutTimes time_inference_requests(host::Model& model, host::BatchStaging& staging, loom::Backend& backend,
+                                    const host::HostBatch& batch, int warmup, int count) {
+  Clock::time_point start = Clock::now();
+  for (int i = 0; i < warmup + count; ++i) {
+    if (i == warmup) {
+      backend.synchronize();
+      start = Clock::now();
+    }
+    const loom::BatchView& view = staging.upload(batch);
+    model.forward(view, host::StepSettings{false, 0}, staging.packed());
+    (void)model.loss();
+  }
+  backend.synchronize();
+  LayoutTimes t;
+  t.seconds = since(start);
+  const uint64_t slots = static_cast<uint64_t>(batch.batch * batch.seq);
+  uint64_t real = slots;
+  if (batch.attention_mask != nullptr) {
+    real = 0;
+    for (uint64_t i = 0; i < slots; ++i) real += batch.attention_mask[i] != 0;
+  }
+  t.sequences = static_cast<uint64_t>(count) * static_cast<uint64_t>(batch.batch);
+  t.tokens = static_cast<uint64_t>(count) * real;
+  t.slots = static_cast<uint64_t>(count) * slots;
+  return t;
+}
+
 /// `ms_per_step`: each phase of the timed loop, their sum ("total") and the untimed loop's step
 /// ("step"), in milliseconds per step over `steps` steps.
 nlohmann::json phase_milliseconds(const host::StepPhaseTimer& phases, double steps, double train_seconds) {
@@ -295,14 +325,14 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   const auto held = steps.hold_data();  // the dataset is read ahead for training steps
   const host::HostBatch inference_batch =
       c.data.call([&](loom::Dataset& d) { return run.buffers->next(d, inference_shape); });
-  double t_inference = 0;
-  for (int step = 0; step < a.warmup + a.steps; ++step) {
-    if (step == a.warmup) t_inference = 0;
-    const auto t = Clock::now();
-    const loom::BatchView& view = staging.upload(inference_batch);
-    model.forward(view, host::StepSettings{false, 0}, staging.packed());
-    (void)model.loss();
-    t_inference += since(t);
+  const LayoutTimes inference = time_inference_requests(model, staging, backend, inference_batch, a.warmup, a.steps);
+  // With --layouts the same batch's requests again, padded, then unpadded.
+  std::optional<std::pair<LayoutTimes, LayoutTimes>> inference_layouts;
+  if (a.layouts) {
+    model.set_unpadded(false);
+    const LayoutTimes padded = time_inference_requests(model, staging, backend, inference_batch, a.warmup, a.steps);
+    model.set_unpadded(true);
+    inference_layouts = {time_inference_requests(model, staging, backend, inference_batch, a.warmup, a.steps), padded};
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -332,7 +362,7 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
       {"train_real_tokens_per_second", static_cast<double>(times.tokens) / train_seconds},
       {"padding_share", 1.0 - static_cast<double>(times.tokens) / static_cast<double>(times.slots)},
       {"unpadded", model.runs_unpadded()},
-      {"inference_sequences_per_second", n * static_cast<double>(inference_batch.batch) / t_inference},
+      {"inference_sequences_per_second", static_cast<double>(inference.sequences) / inference.seconds},
       {"ms_per_step", phase_milliseconds(times.phases, n, train_seconds)},
       {"train_model_tflops_per_second", tflops},
       {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
@@ -344,11 +374,23 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
     const double bound = 1.0 / (1.0 - padded["padding_share"].get<double>());
     result["layouts"] = {{"unpadded", unpadded}, {"padded", padded}, {"speedup", speedup}, {"bound", bound},
                          {"share_of_bound", speedup / bound}};
+    const nlohmann::json inference_unpadded = inference_layouts->first.to_json(),
+                         inference_padded = inference_layouts->second.to_json();
+    result["layouts"]["inference"] = {
+        {"unpadded", inference_unpadded},
+        {"padded", inference_padded},
+        {"speedup", inference_unpadded["real_tokens_per_second"].get<double>() /
+                        inference_padded["real_tokens_per_second"].get<double>()}};
     layout_line = fmt::format(
         "  layouts    unpadded {:.0f} real tokens/s, padded {:.0f}: {:.2f}× (bound {:.2f}× at {:.1f}% padding; "
         "{:.0f}% of it)\n",
         unpadded["real_tokens_per_second"].get<double>(), padded["real_tokens_per_second"].get<double>(), speedup,
         bound, 100 * padded["padding_share"].get<double>(), 100 * speedup / bound);
+    layout_line += fmt::format(
+        "  layouts    inference unpadded {:.0f} real tokens/s, padded {:.0f}: {:.2f}× ({:.1f}% padding)\n",
+        inference_unpadded["real_tokens_per_second"].get<double>(),
+        inference_padded["real_tokens_per_second"].get<double>(),
+        result["layouts"]["inference"]["speedup"].get<double>(), 100 * inference_padded["padding_share"].get<double>());
   }
   // Device memory by class, beside what the backend's allocator reports when it does.
   const host::MemoryAccount account = host::account_device_memory(

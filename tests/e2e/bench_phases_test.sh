@@ -5,7 +5,8 @@
 # loop that runs train_step() without phase timers (on the CPU the phase waits cost nothing, so the
 # phases must cover the whole step and nothing else). Timing on a shared machine is noisy: the
 # comparison gets three tries, each of about a second per loop, and passes when one is within 5%.
-# With train.grad_accumulation = 2 a step trains on two batches, as in a run.
+# With train.grad_accumulation = 2 a step trains on two batches, as in a run. --layouts times
+# training and inference requests unpadded and padded on batches of mixed lengths.
 # Usage: bench_phases_test.sh LOOM SOURCE_DIR
 set -uo pipefail
 loom=$1
@@ -77,6 +78,32 @@ r = json.load(open(sys.argv[1]))
 per_step = r["train_sequences_per_second"] * r["ms_per_step"]["step"] / 1e3
 print(f"grad_accumulation {r['grad_accumulation']}: {per_step:.3f} sequences per step")
 sys.exit(0 if r["grad_accumulation"] == 2 and abs(per_step - 8) < 1e-6 else 1)
+PY
+
+# 3. --layouts on sentences of 2 to 24 words: training and inference each timed unpadded and
+# padded, with the padding share of their batches (the inference requests are one batch, so both
+# layouts report the same share, and it is the batch's).
+printf 'label\ttext\n' > "$work/mixed.tsv"
+for i in $(seq 1 24); do
+  printf '%s\t%s\n' "$(echo a b c | cut -d' ' -f$(( i % 3 + 1 )))" "$(seq -s ' ' 1 $(( (i * 7) % 23 + 2 )) | sed 's/[0-9]*/word/g')" \
+    >> "$work/mixed.tsv"
+done
+sed -e "s|$work/three.tsv|$work/mixed.tsv|" -e 's|name = "plain"|name = "layouts"|' "$work/plain.toml" > "$work/layouts.toml"
+"$loom" bench "$work/layouts.toml" --layouts --steps 4 --warmup 1 --json > "$work/layouts.json" 2> "$work/layouts.log" ||
+  { cat "$work/layouts.log"; fail "bench --layouts"; }
+/usr/bin/python3 - "$work/layouts.json" <<'PY' || fail "bench --layouts: the layouts' figures"
+import json, sys
+r = json.load(open(sys.argv[1]))["layouts"]
+for part in (r, r["inference"]):
+    for layout in ("unpadded", "padded"):
+        t = part[layout]
+        assert t["real_tokens_per_second"] > 0 and t["sequences_per_second"] > 0, (layout, t)
+        assert 0.2 < t["padding_share"] < 0.9, (layout, t)
+    assert part["speedup"] > 0, part
+i = r["inference"]
+assert i["unpadded"]["padding_share"] == i["padded"]["padding_share"], i
+print(f"layouts: training {r['speedup']:.2f}x at {100 * r['padded']['padding_share']:.0f}% padding, "
+      f"inference {i['speedup']:.2f}x at {100 * i['padded']['padding_share']:.0f}%")
 PY
 
 if [ $failures -ne 0 ]; then echo "$failures failed"; exit 1; fi
