@@ -212,6 +212,9 @@ ComponentConfig Recipe::component_config(const std::string& table_name) const {
   config.table_origin = origin(table_name);
   toml::table options;
   if (const toml::table* table = root_[table_name].as_table()) options = *table;
+  // A table written inline (`name = { ... }`) keeps that flag when copied, and an inline root
+  // would print as `{ ... }`, which is not a TOML document.
+  options.is_inline(false);
   options.erase("component");
   options.erase("plugin");
   std::ostringstream out;

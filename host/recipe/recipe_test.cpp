@@ -119,5 +119,12 @@ TEST(Recipe, ComponentConfigStripsTheSelectorAndKeepsOrigins) {
   EXPECT_EQ(comm.toml.find("component"), std::string::npos);
 }
 
+TEST(Recipe, ComponentConfigOfAnInlineTableIsATomlDocument) {
+  Recipe recipe = load_recipe(data("inline_table.toml"));
+  const ComponentConfig config = recipe.component_config("masking");
+  const toml::table reparsed = toml::parse(config.toml);
+  EXPECT_EQ(reparsed["a"].value<int64_t>(), 1) << config.toml;
+}
+
 }  // namespace
 }  // namespace loom::host
