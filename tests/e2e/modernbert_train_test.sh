@@ -57,12 +57,7 @@ assert expected <= names and not extra, (sorted(expected - names), sorted(extra)
 PY
 
 # Exact resume: the same run killed during its step-20 checkpoint, resumed from step 10.
-sed 's|name = "modern"|name = "modern-killed"|' "$work/modern.toml" > "$work/modern-killed.toml"
-LOOM_FAULT_KILL_IN_CHECKPOINT=step-000020 "$loom" run "$work/modern-killed.toml" --quiet > "$work/killed.log" 2>&1
-[ "$(cat "$work/runs/modern-killed/checkpoints/latest")" = "step-000010" ] || fail "latest is not step-000010 after the kill"
-"$loom" run "$work/modern-killed.toml" --resume auto --quiet > "$work/resumed.log" 2>&1 ||
-  { tail -5 "$work/resumed.log"; fail "loom run --resume auto (ModernBERT)"; }
-same_losses "$work/runs/modern/metrics.jsonl" "$work/runs/modern-killed/metrics.jsonl" 0 "ModernBERT resumed against uninterrupted"
+killed_run_resumes_exactly modern "ModernBERT"
 
 # Fine-tuning from the checkpoint: the classifier head with mean pooling, then loom predict.
 cat > "$work/spam.toml" <<TOML

@@ -39,12 +39,7 @@ repeated=$(sort "$work/trace/rank-0.txt" | uniq -d | wc -l)
 [ "$repeated" -eq 0 ] || fail "$repeated instances trained on twice in one epoch"
 
 # Exact resume: the same run killed during its step-20 checkpoint, resumed from step 10.
-sed 's|name = "budget"|name = "budget-killed"|' "$work/budget.toml" > "$work/budget-killed.toml"
-LOOM_FAULT_KILL_IN_CHECKPOINT=step-000020 "$loom" run "$work/budget-killed.toml" --quiet > "$work/killed.log" 2>&1
-[ "$(cat "$work/runs/budget-killed/checkpoints/latest")" = "step-000010" ] || fail "latest is not step-000010 after the kill"
-"$loom" run "$work/budget-killed.toml" --resume auto --quiet > "$work/resumed.log" 2>&1 ||
-  { tail -5 "$work/resumed.log"; fail "loom run --resume auto with batch_tokens"; }
-same_losses "$work/runs/budget/metrics.jsonl" "$work/runs/budget-killed/metrics.jsonl" 0 "token budget resumed against uninterrupted"
+killed_run_resumes_exactly budget "token budget"
 
 # A budget with drop_last: refused before training, naming the key.
 sed 's|name = "budget"|name = "budget-drop"|; s|batch_tokens = 384|batch_tokens = 384\ndrop_last = true|' \

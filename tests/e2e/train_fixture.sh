@@ -1,6 +1,7 @@
 # Shared by the `loom run` end-to-end tests (train_test.sh, run_ownership_test.sh,
 # checkpoint_disk_full_test.sh): a scratch directory, small pre-training shards cut from real text
-# (scripts/fetch-data), a micro-BERT recipe writer and a loss extractor.
+# (scripts/fetch-data), a micro-BERT recipe writer, a loss extractor and comparison, and an
+# exact-resume check.
 # Source it with `loom` (the binary) and `src` (the source tree) set. It sets `work`, `vocab`,
 # `fixtures`, `failures` and `fail`; the scratch directory is removed on exit.
 work=$(mktemp -d /tmp/loom-train-test-XXXXXX)
@@ -74,6 +75,18 @@ same_losses() { # a b bound what
     END { if (bad) print "mismatch"; else printf "%.3g\n", w }')
   echo "$4: worst relative loss difference $worst (bound $3)"
   [ "$worst" != mismatch ] && awk -v w="$worst" -v b="$3" 'BEGIN { exit !(w <= b) }' || fail "$4: losses differ by $worst"
+}
+# Exact resume: NAME's recipe run again as NAME-killed, killed during its step-20 checkpoint, then
+# resumed from step 10; its losses must equal the uninterrupted run's (runs/NAME, already trained).
+killed_run_resumes_exactly() { # name what
+  local name=$1 what=$2
+  sed "s|name = \"$name\"|name = \"$name-killed\"|" "$work/$name.toml" > "$work/$name-killed.toml"
+  LOOM_FAULT_KILL_IN_CHECKPOINT=step-000020 "$loom" run "$work/$name-killed.toml" --quiet > "$work/$name-killed.log" 2>&1
+  [ "$(cat "$work/runs/$name-killed/checkpoints/latest")" = "step-000010" ] ||
+    fail "$what: latest is not step-000010 after the kill"
+  "$loom" run "$work/$name-killed.toml" --resume auto --quiet > "$work/$name-resumed.log" 2>&1 ||
+    { tail -5 "$work/$name-resumed.log"; fail "$what: loom run --resume auto"; }
+  same_losses "$work/runs/$name/metrics.jsonl" "$work/runs/$name-killed/metrics.jsonl" 0 "$what resumed against uninterrupted"
 }
 losses() { grep '"type":"train"' "$1" | sed -E 's/.*"loss":([^,]*),.*"step":([0-9]+).*/\2 \1/; s/.*"step":([0-9]+).*"loss":([^,]*),.*/\1 \2/' | sort -n; }
 

@@ -2,6 +2,8 @@
 // host-side batch buffers sized from a dataset's limits.
 #pragma once
 
+#include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,6 +36,16 @@ inline loom::host::Component<loom::Tokenizer> make_tokenizer(const std::string& 
   if (entry == nullptr) throw std::runtime_error("tokenizer/wordpiece not found in " LOOM_PLUGIN_DIR);
   return registry().create<loom::Tokenizer>(
       *entry, {"tokenizer", "vocab = \"" + vocab + "\"\n", "", "test.toml:1:1"}, false);
+}
+
+/// What `body` throws (its what()), or "" when it returns.
+inline std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
 }
 
 inline std::string data_file(const std::string& name) {

@@ -53,15 +53,6 @@ struct ShardDir {
   static inline int counter = 0;
 };
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 std::vector<std::vector<int32_t>> take_batches(loom::Dataset& dataset, int count,
                                                std::vector<uint64_t>* ids = nullptr) {
   Batch batch(dataset.limits());

@@ -131,15 +131,6 @@ std::vector<MicroBatch> stream(Ranks& ranks, size_t batches) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST(TokenBudgetBatches, BudgetAndRowCapHoldAndEveryInstanceComesOncePerEpoch) {
