@@ -146,6 +146,7 @@ struct LayoutTimes {
 std::pair<LayoutTimes, LayoutTimes> time_layouts(const host::StepRunner& runner, loom::Backend& backend,
                                                  host::Model& model, int warmup, int steps) {
   LayoutTimes unpadded, padded;
+  const bool recipe_layout = model.runs_unpadded();
   uint64_t step = 0;
   const auto block = [&](bool packs, int count, LayoutTimes* into) {
     model.set_unpadded(packs);
@@ -173,7 +174,7 @@ std::pair<LayoutTimes, LayoutTimes> time_layouts(const host::StepRunner& runner,
     block(true, count, &unpadded);
     block(false, count, &padded);
   }
-  model.set_unpadded(true);
+  model.set_unpadded(recipe_layout);
   return {unpadded, padded};
 }
 
@@ -329,10 +330,12 @@ void bench(const GlobalOptions& options, const BenchArguments& a) {
   // With --layouts the same batch's requests again, padded, then unpadded.
   std::optional<std::pair<LayoutTimes, LayoutTimes>> inference_layouts;
   if (a.layouts) {
+    const bool recipe_layout = model.runs_unpadded();
     model.set_unpadded(false);
     const LayoutTimes padded = time_inference_requests(model, staging, backend, inference_batch, a.warmup, a.steps);
     model.set_unpadded(true);
     inference_layouts = {time_inference_requests(model, staging, backend, inference_batch, a.warmup, a.steps), padded};
+    model.set_unpadded(recipe_layout);
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

@@ -80,8 +80,8 @@ void softmax_backward_rows(const float* dprobs, const SP* probs, float scale, fl
     const float* dp = dprobs + r * cols;
     const SP* p = probs + r * cols;
     float* ds = dscores + r * cols;
-    // Σ dp·p in double, as the forward's Σexp: independent of the row's length beyond its last
-    // unmasked key (masked keys have p = 0).
+    // Σ dp·p in double, as the forward's Σexp: masked keys (p = 0) past a row's real ones change it
+    // by less than a float's rounding.
     double dot_sum = 0.0;
 #pragma omp simd reduction(+ : dot_sum)
     for (int64_t c = 0; c < cols; ++c) dot_sum += static_cast<double>(dp[c]) * static_cast<double>(load(p, c));

@@ -70,15 +70,16 @@ class EncoderLayer final : public BertBlock,
     Tensor x_c, qkv, q, k, v, probs, lse, ctx, x1, mean1, rstd1, h1, h1_c, u, g, x2, mean2, rstd2;
     size_t attention_bytes = 0;  // qkv through ctx: what attention keeps for its backward
   };
+  // tmp: [B·T, H] at the start of tmp_qkv; h1: f32 LayerNorm output and g in 16-bit compute;
+  // k_t: k transposed per head (unfused attention, transposed_heads).
   struct ForwardScratch {
-    Tensor tmp, tmp_qkv, h1, g, scores, probs_dropped, k_t;  // k_t: kᵀ per head (unfused attention)  // tmp: [B·T, H] at the start of tmp_qkv; h1:
-                                                        // f32 LayerNorm output and g in 16-bit compute
+    Tensor tmp, tmp_qkv, h1, g, scores, probs_dropped, k_t;
   };
+  // d_attention_out: [B·T, H] at the start of d_qkv, free until attention; g: d_wide_c (16-bit
+  // compute only); v_t: v transposed per head (unfused attention, transposed_heads).
   struct BackwardScratch {
-    Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, g, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped, v_t,
-        d_qkv, d_qkv_c, d_q, d_k, d_v, d_attention_out, delta;  // d_attention_out: [B·T, H] at the
-                                                                // start of d_qkv, free until attention;
-                                                                // g: d_wide_c (16-bit compute only)
+    Tensor d_res, d_dense, d_dense_c, d_wide, d_wide_c, g, d_ctx, d_ctx_c, d_scores, d_scores_c, probs_dropped,
+        v_t, d_qkv, d_qkv_c, d_q, d_k, d_v, d_attention_out, delta;
   };
 
  public:
@@ -298,7 +299,8 @@ class EncoderLayer final : public BertBlock,
   /// (backward) is copied transposed, so that q·kᵀ and d_ctx·vᵀ take a plain operand. oneDNN picks
   /// its kernel for a transposed operand by shape, and those kernels round differently: a padded
   /// batch's scores would differ in the last bits from the same sequence's alone. With plain operands
-  /// they agree bit for bit, so unpadded and padded runs differ only in summation order elsewhere.
+  /// its results do not depend on the shape, so a sequence's attention is the same bits packed or
+  /// padded (docs/unpadded.md).
   Tensor transposed_heads(const Tensor& region, int64_t first_row, int64_t b, int64_t t) const {
     const int64_t H = config_.hidden_size, nh = config_.num_attention_heads;
     return Tensor::contiguous(static_cast<char*>(region.data) + first_row * H * loom::dtype_size(region.dtype),

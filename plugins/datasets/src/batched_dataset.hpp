@@ -101,9 +101,7 @@ class BatchedDataset : public loom::Dataset {
   std::vector<uint64_t> rows_instances_;  // instance ids of a token-budget batch's rows
 
   TokenBudget budget_;
-  uint64_t window_epoch_ = UINT64_MAX;  // no window loaded
-  uint64_t window_start_ = 0;           // positions [window_start_, window_end_) of window_epoch_
-  uint64_t window_end_ = 0;
+  uint64_t window_epoch_ = UINT64_MAX;  // the loaded window's epoch (UINT64_MAX: none)
   std::vector<uint64_t> window_instances_;          // the window's instance ids, in sequence order
   std::vector<Row> window_rows_;                    // and their rows
   std::vector<TokenBin> bins_;                      // the window's micro-batches, in consumption order

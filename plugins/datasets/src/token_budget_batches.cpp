@@ -61,8 +61,6 @@ void BatchedDataset::load_window(uint64_t epoch, uint64_t position) {
                       "seed or data?): resume with the options it was made with");
   }
   window_epoch_ = epoch;
-  window_start_ = start;
-  window_end_ = end;
 }
 
 loom::BatchShape BatchedDataset::next_budget_batch(const loom::BatchBuffers& out) {
