@@ -14,7 +14,8 @@ barriers (attention and windowed attention, LayerNorm, add & norm, embedding, cr
 activations with their column sums, softmax, reductions), the Tensor-Core attention tests but their
 largest shape (the odd shape, B·H 256 at T 512, d = 128 at T 512) and the windowed attention
 tests whose blocks skip tiles outside the band (T 77 window 3 on both kernel families, T 200
-window 40 at d = 128 on Tensor Cores). Four runs, each with its own log, under the part's one
+window 40 at d = 128 on Tensor Cores), and packed attention's one-launch kernels (blocks past their
+sequence's end return before any barrier). Four runs, each with its own log, under the part's one
 time limit: synccheck then racecheck on the attention tests (the new kernels first, and synccheck,
 the quicker tool, before racecheck), then both on the op cases. A run stopped at the limit counts
 the tests it got through, as memcheck does; the runs the limit left out are named in the note.
@@ -36,7 +37,8 @@ ATTENTION_CASES = ("--gtest_filter=CudaOpTest.AttentionTensorCoreKernelsAgreeWit
                    "ProductionSizes/AttentionAtProductionSizeTest.*/B2_H8_T512_d128_dropout:"
                    "ProductionSizes/AttentionAtProductionSizeTest.*/B16_H16_T512_d64:"
                    "Bands/WindowedAttentionTest.*/T77_d64_w3_bf16_*:"
-                   "Bands/WindowedAttentionTest.*/T200_d128_w40_f16_tensor_cores")
+                   "Bands/WindowedAttentionTest.*/T200_d128_w40_f16_tensor_cores:"
+                   "CudaOpTest.PackedAttentionInOneLaunchEqualsThePerSequenceLaunchesBitForBit")
 # The runs in order: (name, tool, which program, its cases).
 RUNS = [("synccheck-attention", "synccheck", "cuda_tests", ATTENTION_CASES),
         ("racecheck-attention", "racecheck", "cuda_tests", ATTENTION_CASES),

@@ -198,11 +198,11 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
           and "Backends/Gemm" not in runs[2][-1], f"races op cases {runs[2][-1]}")
     check("AttentionTensorCoreKernelsAgreeWithTheCudaCoreKernels" in runs[0][-1]
           and "B256_H16_T128" not in runs[0][-1], f"races attention cases {runs[0][-1]}")
-    # The filters name tests that exist: all six attention cases, and every op case of the families.
+    # The filters name tests that exist: all seven attention cases, and every op case of the families.
     listed = [subprocess.run([build / "bin" / program, "--gtest_list_tests", cases], capture_output=True,
                              text=True).stdout for program, cases in (("loom_backend_cuda_tests", gr.ATTENTION_CASES),
                                                                        ("loom_backend_ops_test", gr.OP_CASES))]
-    check(sum(line.startswith("  ") for line in listed[0].splitlines()) == 6, f"races attention cases: {listed[0]}")
+    check(sum(line.startswith("  ") for line in listed[0].splitlines()) == 7, f"races attention cases: {listed[0]}")
     suites = {line.rstrip(".") for line in listed[1].splitlines() if line and not line.startswith((" ", "Running"))}
     check(suites == {f"Backends/{family}" for family in gr.OP_FAMILIES}, f"races op families listed: {suites}")
     log = scratch / "races.log"

@@ -55,7 +55,13 @@ LOOM_SDK_NAMESPACE_BEGIN
 class ComponentContext;
 LOOM_SDK_NAMESPACE_END
 
+namespace loom_backend {
+struct PackedDims;
+}
+
 namespace loom_cuda {
+
+struct PackedLaunch;
 
 using loom::DType;
 using loom_backend::ArgumentChecks;
@@ -180,8 +186,9 @@ class CudaBackend final : public loom::Backend,
   // and kept on the device per (theta, d).
   void rotary_apply(const loom::Tensor& x, const loom::Tensor& y, double theta, bool inverse) override;
 
-  // PackedAttention (named interface; packed_attention.cpp, rotary_embedding.cu): WindowedAttention's
-  // kernels on each sequence in turn (one launch set per sequence), and the rotary kernel reading
+  // PackedAttention (named interface; packed_attention.cu, rotary_embedding.cu): the Tensor-Core
+  // attention kernels once over every sequence (flash_packed.cuh), or, where they do not serve,
+  // WindowedAttention's CUDA-core kernels on each sequence in turn; and the rotary kernel reading
   // each row's position, checked on the device.
   void packed_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                                 const loom::Tensor& starts, const int32_t* starts_host, int64_t max_sequence,
@@ -392,6 +399,9 @@ class CudaBackend final : public loom::Backend,
   /// The empty-band flags of a windowed call (attention_band.cuh), made on the stream in the
   /// scratch area; null when the call has no band or no key mask (attention_band.cu).
   const uint8_t* empty_band_flags(const float* mask, const AttentionShape& shape);
+  /// A checked packed call's sequences for the one-launch kernels, with room in the scratch area
+  /// for their first dropout elements (packed_attention.cu).
+  PackedLaunch packed_launch(const loom::Tensor& starts, const loom_backend::PackedDims& dims, int64_t window);
   /// The f32 factors of rotary_apply on the device: [rows ≥ seq][cos of the d/2 pairs, then their
   /// sines], made on the host (loom_backend::rotary_factors) and uploaded through the staging area
   /// the first time a (theta, d) is asked for, and again when a longer sequence comes

@@ -1,5 +1,7 @@
 // Launches of the Tensor-Core attention kernels: one __global__ per block body, grid (⌈T/64⌉, B·H),
-// 128 threads, the body's dynamic shared memory (above the default 48 KiB for most variants).
+// 128 threads, the body's dynamic shared memory (above the default 48 KiB for most variants). A
+// packed call launches each body once over all its sequences (flash_packed.cuh): grid
+// (S·H, ⌈max L/64⌉), the sequences and heads on x, which has room for any count of them.
 #include "flash_attention.hpp"
 
 #include <atomic>
@@ -9,6 +11,7 @@
 #include "flash_attention_backward.cuh"
 #include "flash_attention_delta.cuh"
 #include "flash_attention_forward.cuh"
+#include "flash_packed.cuh"
 
 namespace loom_cuda {
 namespace {
@@ -23,8 +26,23 @@ __global__ void __launch_bounds__(Body::kThreads) flash_attention_kernel(const A
 }
 
 template <typename Body, typename Args>
-void launch(const Args& args, const AttentionShape& shape, cudaStream_t stream, const char* what) {
-  const auto kernel = flash_attention_kernel<Body, Args>;
+__global__ void __launch_bounds__(Body::kThreads) flash_packed_attention_kernel(const flash::PackedArgs<Args> args) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  flash::Packed<Body>::run(args, shared, static_cast<int>(blockIdx.y), static_cast<int64_t>(blockIdx.x),
+                           static_cast<int>(threadIdx.x));
+}
+
+/// Each sequence's first dropout element (flash_packed.cuh), one thread per sequence: O(S) reads
+/// each, trivial next to the attention launches for the few hundred sequences a batch holds.
+__global__ void packed_first_elements_kernel(const int32_t* starts, int64_t sequences, int64_t heads,
+                                             uint64_t* first_elements) {
+  const int64_t s = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s < sequences) first_elements[s] = flash::first_dropout_element(starts, s, heads);
+}
+
+/// Raises the kernel's dynamic shared memory limit to what Body needs, once per device.
+template <typename Body, typename Kernel>
+void allow_shared_memory(Kernel kernel, const char* what) {
   if constexpr (Body::kSharedBytes > 48 * 1024) {
     // The limit is raised once per device (a bit each of up to 64), not at every launch.
     static std::atomic<uint64_t> raised{0};
@@ -37,9 +55,40 @@ void launch(const Args& args, const AttentionShape& shape, cudaStream_t stream, 
       raised.fetch_or(bit);
     }
   }
+}
+
+template <typename Body, typename Args>
+void launch(const Args& args, const AttentionShape& shape, cudaStream_t stream, const char* what) {
+  const auto kernel = flash_attention_kernel<Body, Args>;
+  allow_shared_memory<Body>(kernel, what);
   const dim3 grid(static_cast<unsigned>((shape.seq + 63) / 64),
                   static_cast<unsigned>(shape.batch * shape.heads));
   kernel<<<grid, Body::kThreads, Body::kSharedBytes, stream>>>(args);
+}
+
+template <typename Body, typename Args>
+void launch_packed(const Args& args, const flash::PackedSequences& packed, int64_t max_sequence,
+                   cudaStream_t stream, const char* what) {
+  const auto kernel = flash_packed_attention_kernel<Body, Args>;
+  allow_shared_memory<Body>(kernel, what);
+  const dim3 grid(static_cast<unsigned>(packed.sequences * packed.heads),
+                  static_cast<unsigned>((max_sequence + 63) / 64));
+  kernel<<<grid, Body::kThreads, Body::kSharedBytes, stream>>>(flash::PackedArgs<Args>{args, packed});
+}
+
+/// The packed call's sequences for the kernels, its first dropout elements made first when it has
+/// dropout.
+flash::PackedSequences packed_sequences(const PackedLaunch& launch, const AttentionShape& shape,
+                                        cudaStream_t stream) {
+  flash::PackedSequences packed{launch.starts, nullptr, launch.sequences, shape.heads, launch.window};
+  if (shape.dropout) {
+    constexpr int kThreads = 128;
+    packed_first_elements_kernel<<<static_cast<unsigned>((launch.sequences + kThreads - 1) / kThreads), kThreads,
+                                   0, stream>>>(launch.starts, launch.sequences, shape.heads,
+                                                launch.first_elements);
+    packed.first_elements = launch.first_elements;
+  }
+  return packed;
 }
 
 template <typename T>
@@ -112,6 +161,41 @@ void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, 
   });
 }
 
+template <typename S>
+void flash_packed_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                                    const PackedLaunch& launch, const AttentionShape& shape,
+                                    const loom::Tensor& ctx, float* lse, cudaStream_t stream) {
+  const flash::PackedSequences packed = packed_sequences(launch, shape, stream);
+  with_head_dim(shape.head_dim, [&](auto head_dim) {
+    constexpr int kD = decltype(head_dim)::value;
+    const flash::ForwardArgs<S> args{
+        rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, nullptr, nullptr, shape};
+    launch_packed<flash::Forward<S, kD>>(args, packed, launch.max_sequence, stream,
+                                         "packed_attention_forward: cudaFuncSetAttribute");
+  });
+}
+
+template <typename S, typename G>
+void flash_packed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                                     const loom::Tensor& v, const loom::Tensor& ctx, const float* lse,
+                                     float* delta, const PackedLaunch& launch, const AttentionShape& shape,
+                                     const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                                     cudaStream_t stream) {
+  const flash::PackedSequences packed = packed_sequences(launch, shape, stream);
+  const char* what = "packed_attention_backward: cudaFuncSetAttribute";
+  with_head_dim(shape.head_dim, [&](auto head_dim) {
+    constexpr int kD = decltype(head_dim)::value;
+    const flash::DeltaArgs<S, G> deltas{rows<const G>(d_ctx), rows<const S>(ctx), delta, shape};
+    launch_packed<flash::RowDeltas<S, G, kD>>(deltas, packed, launch.max_sequence, stream, what);
+    const flash::BackwardArgs<S, G> args{rows<const S>(q),     rows<const S>(k),  rows<const S>(v),
+                                         rows<const G>(d_ctx), lse,               delta,
+                                         nullptr,              nullptr,           rows<float>(dq),
+                                         rows<float>(dk),      rows<float>(dv),   shape};
+    launch_packed<flash::KeyGrads<S, G, kD>>(args, packed, launch.max_sequence, stream, what);
+    launch_packed<flash::QueryGrads<S, G, kD>>(args, packed, launch.max_sequence, stream, what);
+  });
+}
+
 // The storages flash_attention_serves admits, as the attention ops' dtype dispatch reaches them
 // (attention_forward.cu, attention_backward.cu): q in bf16 or f16, d_ctx in f32 or q's dtype.
 #define LOOM_FLASH_ATTENTION(S)                                                                           \
@@ -125,6 +209,18 @@ void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, 
   template void flash_attention_backward<S, S>(                                                           \
       const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&,                 \
       const loom::Tensor&, const float*, float*, const float*, const uint8_t*, const AttentionShape&,     \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, cudaStream_t);                       \
+  template void flash_packed_attention_forward<S>(const loom::Tensor&, const loom::Tensor&,               \
+                                                  const loom::Tensor&, const PackedLaunch&,               \
+                                                  const AttentionShape&, const loom::Tensor&, float*,     \
+                                                  cudaStream_t);                                          \
+  template void flash_packed_attention_backward<S, float>(                                                \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&,                 \
+      const loom::Tensor&, const float*, float*, const PackedLaunch&, const AttentionShape&,              \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, cudaStream_t);                       \
+  template void flash_packed_attention_backward<S, S>(                                                    \
+      const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, const loom::Tensor&,                 \
+      const loom::Tensor&, const float*, float*, const PackedLaunch&, const AttentionShape&,              \
       const loom::Tensor&, const loom::Tensor&, const loom::Tensor&, cudaStream_t);
 LOOM_FLASH_ATTENTION(loom::BFloat16)
 LOOM_FLASH_ATTENTION(loom::Half)

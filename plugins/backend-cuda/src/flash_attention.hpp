@@ -36,4 +36,28 @@ void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, 
                               const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                               cudaStream_t stream);
 
+/// The sequences of a packed call (loom/sdk/ops/packed_attention.hpp) as the one-launch kernels take
+/// them (flash_packed.cuh): the device starts, the raw window, the longest length, and device room
+/// for S first dropout elements (made there when the call has dropout).
+struct PackedLaunch {
+  const int32_t* starts;
+  uint64_t* first_elements;
+  int64_t sequences, max_sequence, window;
+};
+
+/// flash_attention_forward over a packed call in one launch: q, k, v, ctx [1, H, N, d] views, lse
+/// [1, H, N]; `shape` the call's (batch 1, seq N), each sequence's made by flash_packed.cuh.
+template <typename S>
+void flash_packed_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                                    const PackedLaunch& packed, const AttentionShape& shape,
+                                    const loom::Tensor& ctx, float* lse, cudaStream_t stream);
+
+/// flash_attention_backward over a packed call: one launch each of δ, dK/dV and dQ.
+template <typename S, typename G>
+void flash_packed_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k,
+                                     const loom::Tensor& v, const loom::Tensor& ctx, const float* lse,
+                                     float* delta, const PackedLaunch& packed, const AttentionShape& shape,
+                                     const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
+                                     cudaStream_t stream);
+
 }  // namespace loom_cuda
