@@ -4,7 +4,7 @@
 #   lib/loom/gpu-check/   loom_backend_cuda_tests, loom_backend_ops_test, loom_parity_compare,
 #                         loom_attention_bench, loom_comm_nccl_tests (with NCCL)
 #   share/loom/scripts/   gpu-check, gpu_check_learning.py, gpu_check_inference.py, gpu_check_kernels.py,
-#                         gpu_check_races.py, gpu_check_unpadded.py,
+#                         gpu_check_races.py, gpu_check_unpadded.py, gpu_check_summary.py,
 #                         bench/compare-pytorch-cuda, bench/pytorch_bert_train.py,
 #                         bench/compare-attention, bench/pytorch_attention.py, bench/compare-pytorch-inference,
 #                         bench/pytorch_bert_inference.py
@@ -22,7 +22,7 @@ endif()
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/gpu-check DESTINATION share/loom/scripts)
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/gpu_check_learning.py ${PROJECT_SOURCE_DIR}/scripts/gpu_check_inference.py
               ${PROJECT_SOURCE_DIR}/scripts/gpu_check_kernels.py ${PROJECT_SOURCE_DIR}/scripts/gpu_check_races.py
-              ${PROJECT_SOURCE_DIR}/scripts/gpu_check_unpadded.py
+              ${PROJECT_SOURCE_DIR}/scripts/gpu_check_unpadded.py ${PROJECT_SOURCE_DIR}/scripts/gpu_check_summary.py
         DESTINATION share/loom/scripts)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/bench/compare-pytorch-cuda
                  ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_bert_train.py

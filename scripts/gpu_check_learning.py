@@ -38,6 +38,7 @@ SETTINGS = {
                     "eval_data.batch_size=8", "train.eval_batches=2", "train.log_every=1"]},
 }
 LIMITS = {"vocab": 300, "prep": 600, "bench": 180}
+MIN_BUDGET_SECONDS = 30.0  # under gpu-check --budget, less training time than this is not started
 
 
 def run_logged(command, log: Path, limit: float, stop_signal=signal.SIGKILL):
@@ -89,9 +90,12 @@ def curve_of(metrics: Path) -> list:
     return points
 
 
-def learning(loom: Path, tree: Path, out: Path, corpora: list, minutes: float, device: str) -> dict:
+def learning(loom: Path, tree: Path, out: Path, corpora: list, minutes: float, device: str,
+             deadline: float | None = None) -> dict:
     """The learning part's result for summary.json (status passed when the run trained and evaluated;
-    "learned" says whether it reached TARGET_RATIO × the unigram baseline)."""
+    "learned" says whether it reached TARGET_RATIO × the unigram baseline). `deadline`
+    (time.monotonic(), gpu-check --budget): no step runs past it, and the training budget shrinks so
+    that the run and its grace end before it."""
     settings = SETTINGS[device]
     work = out / "learning"
     work.mkdir(parents=True, exist_ok=True)
@@ -105,6 +109,11 @@ def learning(loom: Path, tree: Path, out: Path, corpora: list, minutes: float, d
     def step(name, command, limit, stop_signal=signal.SIGKILL):
         log = work / f"{name}.log"
         result["logs"].append(f"learning/{log.name}")
+        if deadline is not None:
+            limit = min(limit, deadline - time.monotonic())
+        if limit < 1:
+            log.write_text("[gpu-check: not started: the --budget had run out]\n")
+            return None, log
         status, seconds = run_logged(command, log, limit, stop_signal)
         result[f"{name}_seconds"] = round(seconds, 1)
         return status, log
@@ -144,6 +153,13 @@ def learning(loom: Path, tree: Path, out: Path, corpora: list, minutes: float, d
     if status != 0 or step_seconds is None:
         return {**result, "status": "timed_out" if status is None else "failed", "reason": "bench: " + last_line(log)}
     budget = minutes * 60
+    if deadline is not None:  # the run and its grace (below) before the deadline
+        left = deadline - time.monotonic()
+        budget = min(budget, left / 1.25, left - 30.0)
+        result["budget_minutes"] = round(budget / 60, 2)
+        if budget < MIN_BUDGET_SECONDS:
+            return {**result, "status": "skipped", "requested": True,
+                    "reason": f"--budget: {max(left, 0):.0f} s left, too little to train in"}
     steps = max(2, int(budget * TRAIN_SHARE / step_seconds))
     result.update(calibrated_step_ms=round(step_seconds * 1000, 2), steps=steps)
     grace = max(30.0, 0.25 * budget)
@@ -156,7 +172,7 @@ def learning(loom: Path, tree: Path, out: Path, corpora: list, minutes: float, d
     result["curve"] = curve
     if status is None:
         result["stopped_at_limit"] = True
-        result["note"] = f"stopped {grace:g} s past the {minutes:g}-minute budget; evaluations so far count"
+        result["note"] = f"stopped {grace:g} s past the {budget / 60:.3g}-minute budget; evaluations so far count"
     if not curve:
         return {**result, "status": "timed_out" if status is None else "failed",
                 "reason": "run: " + (last_line(log) if status != 0 else "no held-out evaluation with the [MASK] split")}

@@ -12,7 +12,9 @@ summary.txt; the kernel profile's summary of the H200 run's committed ncu CSV ma
 record; a part skipped on request (--quick, --skip-benchmarks) does not fail the check. The
 learning part (--corpus, --learn-minutes) runs tiny on the CPU here, on text made from the project's
 documentation, for 6 seconds: calibrated steps, a held-out curve and the baseline reach summary.json
-and summary.txt; a missing corpus fails it with the reason.
+and summary.txt; a missing corpus fails it with the reason. --parts runs the parts named, in that
+order; --budget ends the check within its seconds (the learning part's training shrunk to fit, a
+part with too little time left skipped on request).
 Usage: gpu_check_test.py SOURCE_DIR BUILD_DIR. Exit 77 (skipped) where an NVIDIA GPU is present.
 """
 import importlib.machinery
@@ -154,6 +156,41 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
           f"a missing corpus: exit {missing.returncode}, {part}")
     refused = subprocess.run([gpu_check, scratch / "zero", "--learn-minutes", "0"], capture_output=True, text=True)
     check(refused.returncode == 2 and "--learn-minutes must be positive" in refused.stderr, "--learn-minutes 0")
+
+    # --parts and --budget: the parts named run in that order (data first), the others are skipped on
+    # request; under the budget the learning part's training shrinks so that the whole check ends
+    # within it, and a part with too little time left (20 s less the reserve of 10) is skipped on
+    # request, naming the budget.
+    out = scratch / "budget"
+    budgeted = subprocess.run([gpu_check, out, "--build", build, "--allow-no-gpu", "--parts", "learning,end_to_end",
+                               "--budget", "80", "--corpus", corpus, "--learn-minutes", "5"], capture_output=True,
+                              text=True, timeout=300)
+    print(budgeted.stdout, budgeted.stderr, sep="")
+    summary = json.loads((out / "summary.json").read_text())
+    parts = summary["parts"]
+    check(budgeted.returncode == 0 and summary["ok"] is True, f"--budget exited {budgeted.returncode}")
+    check(summary["budget"] == 80 and summary["order"] == ["learning", "end_to_end"] and summary["partial"] is False,
+          f"--budget summary {summary.get('budget')} {summary.get('order')}")
+    check(summary["seconds"] <= 80, f"--budget 80 took {summary['seconds']} s")
+    check(list(parts) == ["data", "gpu_tests", "nccl_one_rank", "memcheck", "races", "end_to_end", "benchmarks",
+                          "attention_bench", "inference", "kernel_profile", "unpadded", "learning"],
+          f"--budget parts {list(parts)}")
+    check(parts["gpu_tests"] == {"status": "skipped", "reason": "not in --parts", "requested": True},
+          f"--parts gpu_tests: {parts['gpu_tests']}")
+    part = parts["learning"]
+    check(part["status"] == "passed" and 0.5 <= part["budget_minutes"] < 5 and part["steps"] >= 2,
+          f"--budget learning {part}")
+    check("budget     80.0 s, parts in the order learning,end_to_end; left out: " in (out / "summary.txt").read_text(),
+          "--budget's line in summary.txt")
+    out = scratch / "budget-spent"
+    spent = subprocess.run([gpu_check, out, "--build", build, "--allow-no-gpu", "--parts", "end_to_end", "--budget",
+                            "20"], capture_output=True, text=True, timeout=300)
+    part = json.loads((out / "summary.json").read_text())["parts"]["end_to_end"]
+    check(spent.returncode == 0 and part["status"] == "skipped" and part["reason"].startswith("--budget: ")
+          and part.get("requested") is True, f"--budget with too little left: exit {spent.returncode}, {part}")
+    refused = subprocess.run([gpu_check, scratch / "bad-part", "--parts", "gpu_tests,fastest"], capture_output=True,
+                             text=True)
+    check(refused.returncode == 2 and "--parts fastest: not a part" in refused.stderr, "--parts with a misspelt part")
 
     # The rules for a GPU's output, on made-up logs through gpu-check's own functions.
     sys.dont_write_bytecode = True  # no cache beside scripts/gpu-check

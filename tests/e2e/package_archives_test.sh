@@ -68,6 +68,7 @@ if [ -f "$root/lib/loom/plugins/libloom-backend-cuda.so" ]; then
               share/loom/scripts/bench/compare-attention share/loom/scripts/bench/pytorch_attention.py \
               share/loom/scripts/gpu_check_inference.py share/loom/scripts/gpu_check_kernels.py \
               share/loom/scripts/gpu_check_races.py share/loom/scripts/gpu_check_unpadded.py \
+              share/loom/scripts/gpu_check_summary.py \
               share/loom/tests/parity/run_unpadded.sh share/loom/configs/models/modernbert-base.json \
               share/loom/scripts/bench/compare-pytorch-inference \
               share/loom/scripts/bench/pytorch_bert_inference.py \
