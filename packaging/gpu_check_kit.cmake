@@ -7,7 +7,7 @@
 #                         gpu_check_races.py, gpu_check_unpadded.py, gpu_check_summary.py,
 #                         bench/compare-pytorch-cuda, bench/pytorch_bert_train.py,
 #                         bench/compare-attention, bench/pytorch_attention.py, bench/compare-pytorch-inference,
-#                         bench/pytorch_bert_inference.py
+#                         bench/pytorch_bert_inference.py, bench/pytorch_modernbert_train.py
 #   share/loom/tests/     the GPU end-to-end test with the scripts it sources and its fixtures
 # share/loom/ thereby has the source tree's layout (configs/, scripts/, tests/) that these scripts
 # expect. bundle-libraries.sh gives the programs RUNPATH $ORIGIN/../lib like the plugins.
@@ -29,7 +29,8 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/bench/compare-pytorch-cuda
                  ${PROJECT_SOURCE_DIR}/scripts/bench/compare-attention
                  ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_attention.py
                  ${PROJECT_SOURCE_DIR}/scripts/bench/compare-pytorch-inference
-                 ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_bert_inference.py DESTINATION share/loom/scripts/bench)
+                 ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_bert_inference.py
+                 ${PROJECT_SOURCE_DIR}/scripts/bench/pytorch_modernbert_train.py DESTINATION share/loom/scripts/bench)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/tests/e2e/gpu_training_test.sh ${PROJECT_SOURCE_DIR}/tests/e2e/mpirun.sh
         DESTINATION share/loom/tests/e2e)
 install(FILES ${PROJECT_SOURCE_DIR}/tests/e2e/train_fixture.sh ${PROJECT_SOURCE_DIR}/tests/e2e/sotu_shards.sh

@@ -192,6 +192,55 @@ with tempfile.TemporaryDirectory(prefix="loom-gpu-check-test-") as scratch:
                              text=True)
     check(refused.returncode == 2 and "--parts fastest: not a part" in refused.stderr, "--parts with a misspelt part")
 
+    # The unpadded part on made-up outputs: Loom's two layouts per model, then each PyTorch side —
+    # pytorch_bert_train.py's full rows counted at the real tokens of Loom's batch, a ModernBERT side
+    # measured, one that could not run (its reason kept) and one stopped at its limit.
+    sys.dont_write_bytecode = True  # no cache beside the scripts
+    sys.path.insert(0, str(source / "scripts"))
+    import gpu_check_unpadded as gu  # noqa: E402
+    layouts = {"unpadded": True, "layouts": {"padded": {"padding_share": 0.25, "real_tokens_per_second": 1000.0},
+                                             "unpadded": {"real_tokens_per_second": 1200.0}, "speedup": 1.2,
+                                             "bound": 4 / 3, "share_of_bound": 0.9}}
+    pytorch_lines = {"pytorch_bert_train.py": {"sequences_per_second": 2.0},
+                     "--attention sdpa": {"available": True, "real_tokens_per_second": 800.0,
+                                          "sequences_per_second": 2.1},
+                     "--attention eager": {"available": False, "reason": "ModuleNotFoundError: no transformers"}}
+    def unpadded_run(command, out, limit, env=None, stderr=None):
+        words = " ".join(str(c) for c in command)
+        for log in (out, stderr):
+            if log is not None:
+                log.write_text("")
+        if " bench " in words:
+            out.write_text(json.dumps(layouts))
+        for key, line in pytorch_lines.items():
+            if key in words:
+                out.write_text("a warning first\n" + json.dumps(line) + "\n")
+        return (None, limit) if "flash_attention_2" in words else (0, 1.0)
+    made = scratch / "unpadded-made-up"
+    made.mkdir()
+    part = gu.unpadded(build / "bin/loom", source, made, scratch / "data", 300, unpadded_run, lambda log: "its log")
+    sides = {(row["model"], side["name"]): side for row in part["models"] for side in row.get("pytorch", [])}
+    check(part["status"] == "passed" and set(sides) == {("bert-base", "sdpa"), ("modernbert-base", "sdpa"),
+                                                        ("modernbert-base", "eager"),
+                                                        ("modernbert-base", "flash_attention_2")}, f"unpadded {part}")
+    check(abs(sides["bert-base", "sdpa"]["real_tokens_per_second"] - 768) < 1e-9
+          and abs(sides["bert-base", "sdpa"]["ratio"] - 1200 / 768) < 1e-9, f"bert-base's PyTorch side {sides}")
+    check(abs(sides["modernbert-base", "sdpa"]["ratio"] - 1.5) < 1e-9
+          and sides["modernbert-base", "eager"] == {"name": "eager", "unavailable": "ModuleNotFoundError: no transformers"}
+          and sides["modernbert-base", "flash_attention_2"]["unavailable"] == "stopped at its time limit",
+          f"ModernBERT's PyTorch sides {sides}")
+    lines = "\n".join(gu.summary_lines(part))
+    check("    pytorch sdpa: 800 real tokens/s, loom unpadded 1.50×" in lines
+          and "    pytorch eager: not measured (ModuleNotFoundError: no transformers)" in lines, f"unpadded lines {lines}")
+    # The ModernBERT PyTorch side where transformers is missing says so in its JSON line.
+    missing = subprocess.run([sys.executable, source / "scripts/bench/pytorch_modernbert_train.py", "--config",
+                              source / "configs/models/modernbert-base.json", "--device", "cpu"], capture_output=True,
+                             text=True, timeout=120)
+    line = json.loads(missing.stdout.strip().splitlines()[-1])
+    if importlib.util.find_spec("transformers") is None:
+        check(missing.returncode == 0 and line["available"] is False and "ModuleNotFoundError" in line["reason"],
+              f"pytorch_modernbert_train.py without transformers: {line}")
+
     # The rules for a GPU's output, on made-up logs through gpu-check's own functions.
     sys.dont_write_bytecode = True  # no cache beside scripts/gpu-check
     loader = importlib.machinery.SourceFileLoader("gpu_check", str(gpu_check))

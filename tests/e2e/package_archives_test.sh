@@ -72,6 +72,7 @@ if [ -f "$root/lib/loom/plugins/libloom-backend-cuda.so" ]; then
               share/loom/tests/parity/run_unpadded.sh share/loom/configs/models/modernbert-base.json \
               share/loom/scripts/bench/compare-pytorch-inference \
               share/loom/scripts/bench/pytorch_bert_inference.py \
+              share/loom/scripts/bench/pytorch_modernbert_train.py \
               share/loom/tests/e2e/gpu_training_test.sh \
               share/loom/tests/gpu/gpu_requirement.sh share/loom/tests/parity/run_parity.sh \
               share/loom/tests/fixtures/train/micro-bert.json; do
