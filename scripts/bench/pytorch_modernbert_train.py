@@ -96,7 +96,9 @@ def measure(args) -> dict:
             "real_tokens_per_second": real / seconds, "padding_share": 1 - real / (args.batch * args.seq),
             "loss": float(loss), "parameters": sum(p.numel() for p in model.parameters()),
             "peak_memory_bytes": torch.cuda.max_memory_allocated() if args.device == "cuda" else None,
-            "torch": torch.__version__, "transformers": transformers.__version__}
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "attn_implementation": getattr(model.config, "_attn_implementation", None),
+            "reference_compile": getattr(model.config, "reference_compile", None)}
 
 
 def main() -> int:
