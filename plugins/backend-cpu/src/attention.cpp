@@ -3,7 +3,10 @@
 // mask) with dropout, times v, one query row at a time, never storing the [B, H, T, T] matrix.
 //
 // It is what the GPU kernels and the unfused encoder path are tested against, so it favours
-// plain loops over speed: every dot product in f32, in key order. Forward rows run in parallel
+// plain loops: every sum in f32 in a fixed order (a dot product as eight partial sums over its
+// d terms, the softmax and the products with v in key order), every exp through the same 8-lane
+// vector call (vector_math.hpp), so a row's results are a function of its own keys alone and a
+// padded row equals the same row unpadded, bit for bit. Forward rows run in parallel
 // (each row owns its outputs). Backward runs one (batch, head) per task so the key-side
 // gradients dk, dv are summed over query rows in a fixed order: results never depend on the
 // thread count.
@@ -25,6 +28,7 @@
 #include "loom_backend/attention_contract.hpp"
 #include "loom_backend/packed_attention_contract.hpp"
 #include "op_preamble.hpp"
+#include "vector_math.hpp"
 
 namespace loom_cpu {
 namespace {
@@ -94,11 +98,32 @@ struct DropoutMask {
   }
 };
 
-template <typename S>
-float dot(const S* a, const S* b, int64_t d) {
-  float sum = 0.0f;
-  for (int64_t c = 0; c < d; ++c) sum += load(a, c) * load(b, c);
-  return sum;
+/// Σ_c a[c]·b[c] in f32 as eight partial sums (element c in sum c mod 8, in order), added in a
+/// fixed tree: the loop vectorises (one chain of d sequential additions does not), and the result
+/// is a function of the two rows and d alone, so a row gives the same bits in any batch.
+template <typename SA, typename SB>
+float dot(const SA* a, const SB* b, int64_t d) {
+  constexpr int64_t kLanes = 8;
+  float lanes[kLanes] = {};
+  int64_t c = 0;
+  for (; c + kLanes <= d; c += kLanes) {
+#pragma omp simd
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += load(a, c + l) * load(b, c + l);
+  }
+  for (int64_t l = 0; c + l < d; ++l) lanes[l] += load(a, c + l) * load(b, c + l);
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+}
+
+/// x[j] ← exp(x[j] − shift) for the keys of `band`, eight keys at a time from band.first through one
+/// vector call (exp_lanes): a key's exp does not depend on how far the band reaches.
+void exp_of_band(float* x, loom_backend::KeyBand band, float shift) {
+  alignas(32) float in[kExpLanes], out[kExpLanes];
+  for (int64_t j0 = band.first; j0 <= band.last; j0 += kExpLanes) {
+    const int64_t n = std::min(kExpLanes, band.last - j0 + 1);
+    for (int64_t l = 0; l < kExpLanes; ++l) in[l] = l < n ? x[j0 + l] - shift : -INFINITY;
+    exp_lanes(in, out);
+    for (int64_t l = 0; l < n; ++l) x[j0 + l] = out[l];
+  }
 }
 
 /// Row scores s[j] = scale·q_i·k_j + mask[j] for the keys of `band` into `s`.
@@ -144,13 +169,14 @@ void forward_rows(const loom::Tensor& q, const loom::Tensor& k, const loom::Tens
                  n, band, s.data());
       float max = -INFINITY;
       for (int64_t j = band.first; j <= band.last; ++j) max = std::fmax(max, s[j]);
+      exp_of_band(s.data(), band, max);  // s[j] = exp(s[j] − max) from here on
       float sum = 0.0f;
-      for (int64_t j = band.first; j <= band.last; ++j) sum += std::exp(s[j] - max);
+      for (int64_t j = band.first; j <= band.last; ++j) sum += s[j];
       lse[r] = max + std::log(sum);
       dropout.row(r, n.T, keys.visited, z.data());
       for (int64_t c = 0; c < n.d; ++c) out[static_cast<size_t>(c)] = 0.0f;
       for (int64_t j = keys.visited.first; j <= keys.visited.last; ++j) {
-        const float prob = keys.uniform ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - max) / sum;
+        const float prob = keys.uniform ? 1.0f / static_cast<float>(n.T) : s[j] / sum;
         const float weight = prob * z[j];
         if (weight == 0.0f) continue;
         const S* v_row = vp + row_offset(v, b, h, j);
@@ -196,19 +222,18 @@ void backward_heads(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom
         const SD* dc_row = dcp + row_offset(d_ctx, b, h, i);
         const S* q_row = qp + row_offset(q, b, h, i);
         const S* c_row = cp + row_offset(ctx, b, h, i);
-        float row_delta = 0.0f;
-        for (int64_t c = 0; c < n.d; ++c) row_delta += load(dc_row, c) * load(c_row, c);
+        const float row_delta = dot(dc_row, c_row, n.d);
         delta[r] = row_delta;
         const RowKeys keys = row_keys(allowed, b, i, window, n.T);
         const loom_backend::KeyBand visited = keys.visited;
         row_scores(q_row, kp, k, b, h, mask != nullptr ? mask + b * n.T : nullptr, scale, n, keys.band,
                    s.data());
         dropout.row(r, n.T, visited, z.data());
+        if (!keys.uniform) exp_of_band(s.data(), visited, lse[r]);  // s[j] = exp(s[j] − lse) = P_ij
         for (int64_t j = visited.first; j <= visited.last; ++j) {
-          const float prob = keys.uniform ? 1.0f / static_cast<float>(n.T) : std::exp(s[j] - lse[r]);
+          const float prob = keys.uniform ? 1.0f / static_cast<float>(n.T) : s[j];
           const S* v_row = vp + row_offset(v, b, h, j);
-          float dprob = 0.0f;
-          for (int64_t c = 0; c < n.d; ++c) dprob += load(dc_row, c) * load(v_row, c);
+          const float dprob = dot(dc_row, v_row, n.d);
           ds[static_cast<size_t>(j)] = prob * (dprob * z[j] - row_delta);
           float* dv_row = dvp + row_offset(dv, b, h, j);
           const float weight = prob * z[j];

@@ -17,16 +17,9 @@ namespace loom_cpu {
 namespace {
 
 /// exp of one row's scaled, masked, max-shifted scores in chunks of kExpLanes, each through the same
-/// vector call, the chunk past the row's end filled with −∞ (exp 0). A `#pragma omp simd` loop would
-/// send the row's last cols mod 8 elements through scalar expf, which rounds differently from
-/// libmvec's vector expf, so a score's probability would depend on the row's length: a row padded
-/// with masked keys would not equal the same row over its real keys alone. Calls f(c, exp) per
+/// vector call (exp_lanes, vector_math.hpp), the chunk past the row's end filled with −∞ (exp 0), so
+/// a row padded with masked keys equals the same row over its real keys alone. Calls f(c, exp) per
 /// element in order.
-constexpr int64_t kExpLanes = 8;
-inline void exp_lanes(const float* x, float* y) {
-#pragma omp simd simdlen(8)
-  for (int64_t i = 0; i < kExpLanes; ++i) y[i] = expf(x[i]);
-}
 template <typename SI, typename F>
 void for_each_exp(const SI* in, const float* m, int64_t m_stride, float scale, float max, int64_t cols, F&& f) {
   alignas(32) float x[kExpLanes], e[kExpLanes];
