@@ -114,16 +114,12 @@ float dot(const SA* a, const SB* b, int64_t d) {
   return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
 }
 
-/// x[j] ← exp(x[j] − shift) for the keys of `band`, eight keys at a time from band.first through one
-/// vector call (exp_lanes): a key's exp does not depend on how far the band reaches.
+/// x[j] ← exp(x[j] − shift) for the keys of `band`, through exp_in_lanes from band.first: a key's
+/// exp does not depend on how far the band reaches.
 void exp_of_band(float* x, loom_backend::KeyBand band, float shift) {
-  alignas(32) float in[kExpLanes], out[kExpLanes];
-  for (int64_t j0 = band.first; j0 <= band.last; j0 += kExpLanes) {
-    const int64_t n = std::min(kExpLanes, band.last - j0 + 1);
-    for (int64_t l = 0; l < kExpLanes; ++l) in[l] = l < n ? x[j0 + l] - shift : -INFINITY;
-    exp_lanes(in, out);
-    for (int64_t l = 0; l < n; ++l) x[j0 + l] = out[l];
-  }
+  float* first = x + band.first;
+  exp_in_lanes(band.last - band.first + 1, [&](int64_t j) { return first[j] - shift; },
+               [&](int64_t j, float e) { first[j] = e; });
 }
 
 /// Row scores s[j] = scale·q_i·k_j + mask[j] for the keys of `band` into `s`.

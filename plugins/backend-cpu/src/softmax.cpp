@@ -16,20 +16,12 @@
 namespace loom_cpu {
 namespace {
 
-/// exp of one row's scaled, masked, max-shifted scores in chunks of kExpLanes, each through the same
-/// vector call (exp_lanes, vector_math.hpp), the chunk past the row's end filled with −∞ (exp 0), so
-/// a row padded with masked keys equals the same row over its real keys alone. Calls f(c, exp) per
+/// exp of one row's scaled, masked, max-shifted scores through exp_in_lanes (vector_math.hpp), so a
+/// row padded with masked keys equals the same row over its real keys alone. Calls f(c, exp) per
 /// element in order.
 template <typename SI, typename F>
 void for_each_exp(const SI* in, const float* m, int64_t m_stride, float scale, float max, int64_t cols, F&& f) {
-  alignas(32) float x[kExpLanes], e[kExpLanes];
-  for (int64_t c0 = 0; c0 < cols; c0 += kExpLanes) {
-    const int64_t n = std::min(kExpLanes, cols - c0);
-    for (int64_t i = 0; i < kExpLanes; ++i)
-      x[i] = i < n ? scale * load(in, c0 + i) + m[(c0 + i) * m_stride] - max : -INFINITY;
-    exp_lanes(x, e);
-    for (int64_t i = 0; i < n; ++i) f(c0 + i, e[i]);
-  }
+  exp_in_lanes(cols, [&](int64_t c) { return scale * load(in, c) + m[c * m_stride] - max; }, f);
 }
 
 template <typename SI, typename SO>

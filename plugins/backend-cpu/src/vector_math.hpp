@@ -6,6 +6,8 @@
 // without changing any other floating-point semantics. libm's linker script pulls in libmvec.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 extern "C" {
@@ -30,6 +32,20 @@ constexpr int64_t kExpLanes = 8;
 inline void exp_lanes(const float* x, float* y) {
 #pragma omp simd simdlen(8)
   for (int64_t i = 0; i < kExpLanes; ++i) y[i] = expf(x[i]);
+}
+
+/// f(i, exp(x(i))) for i in [0, count), in order: the values taken kExpLanes at a time through
+/// exp_lanes, the lanes past the end filled with −∞ (exp 0), so element i's exp is the same
+/// whatever `count` is.
+template <typename X, typename F>
+void exp_in_lanes(int64_t count, X&& x, F&& f) {
+  alignas(32) float in[kExpLanes], out[kExpLanes];
+  for (int64_t i0 = 0; i0 < count; i0 += kExpLanes) {
+    const int64_t n = std::min(kExpLanes, count - i0);
+    for (int64_t l = 0; l < kExpLanes; ++l) in[l] = l < n ? x(i0 + l) : -INFINITY;
+    exp_lanes(in, out);
+    for (int64_t l = 0; l < n; ++l) f(i0 + l, out[l]);
+  }
 }
 
 }  // namespace loom_cpu

@@ -112,6 +112,38 @@ void with_head_dim(int64_t head_dim, Fn&& fn) {
     fn(std::integral_constant<int, 128>{});
 }
 
+/// The forward's kernel for head dimension 64 or 128 and its arguments, handed to
+/// `launch(body, args)` (a Body value names the kernel): one code makes them for the padded
+/// launch and the packed one.
+template <typename S, typename Launch>
+void forward_kernel(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v, const float* mask,
+                    const uint8_t* empty_bands, const AttentionShape& shape, const loom::Tensor& ctx, float* lse,
+                    Launch&& launch) {
+  with_head_dim(shape.head_dim, [&](auto head_dim) {
+    constexpr int kD = decltype(head_dim)::value;
+    launch(flash::Forward<S, kD>{}, flash::ForwardArgs<S>{rows<const S>(q), rows<const S>(k), rows<const S>(v),
+                                                           rows<S>(ctx), lse, mask, empty_bands, shape});
+  });
+}
+
+/// The backward's three kernels in order (δ, dK/dV, dQ) and their arguments, likewise.
+template <typename S, typename G, typename Launch>
+void backward_kernels(const loom::Tensor& d_ctx, const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
+                      const loom::Tensor& ctx, const float* lse, float* delta, const float* mask,
+                      const uint8_t* empty_bands, const AttentionShape& shape, const loom::Tensor& dq,
+                      const loom::Tensor& dk, const loom::Tensor& dv, Launch&& launch) {
+  with_head_dim(shape.head_dim, [&](auto head_dim) {
+    constexpr int kD = decltype(head_dim)::value;
+    launch(flash::RowDeltas<S, G, kD>{}, flash::DeltaArgs<S, G>{rows<const G>(d_ctx), rows<const S>(ctx), delta, shape});
+    const flash::BackwardArgs<S, G> args{rows<const S>(q),     rows<const S>(k), rows<const S>(v),
+                                         rows<const G>(d_ctx), lse,              delta,
+                                         mask,                 empty_bands,      rows<float>(dq),
+                                         rows<float>(dk),      rows<float>(dv),  shape};
+    launch(flash::KeyGrads<S, G, kD>{}, args);
+    launch(flash::QueryGrads<S, G, kD>{}, args);
+  });
+}
+
 }  // namespace
 
 bool flash_attention_serves(const AttentionShape& shape, const loom::Tensor& q, const loom::Tensor& k,
@@ -126,11 +158,8 @@ template <typename S>
 void flash_attention_forward(const loom::Tensor& q, const loom::Tensor& k, const loom::Tensor& v,
                              const float* mask, const uint8_t* empty_bands, const AttentionShape& shape,
                              const loom::Tensor& ctx, float* lse, cudaStream_t stream) {
-  with_head_dim(shape.head_dim, [&](auto head_dim) {
-    constexpr int kD = decltype(head_dim)::value;
-    const flash::ForwardArgs<S> args{
-        rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, mask, empty_bands, shape};
-    launch<flash::Forward<S, kD>>(args, shape, stream, "attention_forward: cudaFuncSetAttribute");
+  forward_kernel<S>(q, k, v, mask, empty_bands, shape, ctx, lse, [&](auto body, const auto& args) {
+    launch<decltype(body)>(args, shape, stream, "attention_forward: cudaFuncSetAttribute");
   });
 }
 
@@ -140,25 +169,10 @@ void flash_attention_backward(const loom::Tensor& d_ctx, const loom::Tensor& q, 
                               const float* mask, const uint8_t* empty_bands, const AttentionShape& shape,
                               const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                               cudaStream_t stream) {
-  with_head_dim(shape.head_dim, [&](auto head_dim) {
-    constexpr int kD = decltype(head_dim)::value;
-    const flash::DeltaArgs<S, G> deltas{rows<const G>(d_ctx), rows<const S>(ctx), delta, shape};
-    launch<flash::RowDeltas<S, G, kD>>(deltas, shape, stream, "attention_backward: cudaFuncSetAttribute");
-    const flash::BackwardArgs<S, G> args{rows<const S>(q),
-                                         rows<const S>(k),
-                                         rows<const S>(v),
-                                         rows<const G>(d_ctx),
-                                         lse,
-                                         delta,
-                                         mask,
-                                         empty_bands,
-                                         rows<float>(dq),
-                                         rows<float>(dk),
-                                         rows<float>(dv),
-                                         shape};
-    launch<flash::KeyGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
-    launch<flash::QueryGrads<S, G, kD>>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
-  });
+  backward_kernels<S, G>(d_ctx, q, k, v, ctx, lse, delta, mask, empty_bands, shape, dq, dk, dv,
+                         [&](auto body, const auto& args) {
+                           launch<decltype(body)>(args, shape, stream, "attention_backward: cudaFuncSetAttribute");
+                         });
 }
 
 template <typename S>
@@ -166,12 +180,9 @@ void flash_packed_attention_forward(const loom::Tensor& q, const loom::Tensor& k
                                     const PackedLaunch& launch, const AttentionShape& shape,
                                     const loom::Tensor& ctx, float* lse, cudaStream_t stream) {
   const flash::PackedSequences packed = packed_sequences(launch, shape, stream);
-  with_head_dim(shape.head_dim, [&](auto head_dim) {
-    constexpr int kD = decltype(head_dim)::value;
-    const flash::ForwardArgs<S> args{
-        rows<const S>(q), rows<const S>(k), rows<const S>(v), rows<S>(ctx), lse, nullptr, nullptr, shape};
-    launch_packed<flash::Forward<S, kD>>(args, packed, launch.max_sequence, stream,
-                                         "packed_attention_forward: cudaFuncSetAttribute");
+  forward_kernel<S>(q, k, v, nullptr, nullptr, shape, ctx, lse, [&](auto body, const auto& args) {
+    launch_packed<decltype(body)>(args, packed, launch.max_sequence, stream,
+                                  "packed_attention_forward: cudaFuncSetAttribute");
   });
 }
 
@@ -182,18 +193,11 @@ void flash_packed_attention_backward(const loom::Tensor& d_ctx, const loom::Tens
                                      const loom::Tensor& dq, const loom::Tensor& dk, const loom::Tensor& dv,
                                      cudaStream_t stream) {
   const flash::PackedSequences packed = packed_sequences(launch, shape, stream);
-  const char* what = "packed_attention_backward: cudaFuncSetAttribute";
-  with_head_dim(shape.head_dim, [&](auto head_dim) {
-    constexpr int kD = decltype(head_dim)::value;
-    const flash::DeltaArgs<S, G> deltas{rows<const G>(d_ctx), rows<const S>(ctx), delta, shape};
-    launch_packed<flash::RowDeltas<S, G, kD>>(deltas, packed, launch.max_sequence, stream, what);
-    const flash::BackwardArgs<S, G> args{rows<const S>(q),     rows<const S>(k),  rows<const S>(v),
-                                         rows<const G>(d_ctx), lse,               delta,
-                                         nullptr,              nullptr,           rows<float>(dq),
-                                         rows<float>(dk),      rows<float>(dv),   shape};
-    launch_packed<flash::KeyGrads<S, G, kD>>(args, packed, launch.max_sequence, stream, what);
-    launch_packed<flash::QueryGrads<S, G, kD>>(args, packed, launch.max_sequence, stream, what);
-  });
+  backward_kernels<S, G>(d_ctx, q, k, v, ctx, lse, delta, nullptr, nullptr, shape, dq, dk, dv,
+                         [&](auto body, const auto& args) {
+                           launch_packed<decltype(body)>(args, packed, launch.max_sequence, stream,
+                                                         "packed_attention_backward: cudaFuncSetAttribute");
+                         });
 }
 
 // The storages flash_attention_serves admits, as the attention ops' dtype dispatch reaches them
